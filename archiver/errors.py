@@ -1,0 +1,92 @@
+"""The archiver exception tree. No third-party exception leaves the module that caused it.
+
+::
+
+    ArchiverError
+    ├── SettingsError            a wrong option or config value (exit 2, one line, no traceback)
+    ├── OutputError              the output directory cannot be used as asked
+    │   ├── OutputExistsError    it holds another crawl and neither resume nor --overwrite applies
+    │   └── LockedError          another run holds the job/output lock
+    ├── WriteError               the WARC writer could not write (disk full, I/O error): stops
+    │                            the crawl loudly, leaves closed files valid, the state resumable
+    ├── FrontierError            the frontier backend failed (SQLite, Redis)
+    │   └── FrontierUnavailableError  the backend cannot be reached (Redis down at start)
+    ├── WarcFormatError          a WARC file is not what it should be (verify, repair, index)
+    └── FetchError               one fetch failed; ``reason`` is a :class:`models.FailReason`
+        ├── BlockedAddressError  the connection would reach an address the SSRF guard refuses
+        ├── ProtocolError        the server's bytes are not HTTP we can read (bad status line…)
+        └── HeadersTooLargeError the response header block exceeded the limits
+"""
+
+from __future__ import annotations
+
+from archiver.models import FailReason
+
+
+class ArchiverError(Exception):
+    """Base class for every error archiver raises on purpose."""
+
+
+class SettingsError(ArchiverError):
+    """A setting has a wrong value; the message names the option and what it accepts."""
+
+    def __init__(self, option: str, message: str) -> None:
+        super().__init__(f"{option}: {message}")
+        self.option = option
+
+
+class OutputError(ArchiverError):
+    """The output directory cannot be used as asked."""
+
+
+class OutputExistsError(OutputError):
+    """The output directory holds something that is neither empty nor a resumable crawl."""
+
+
+class LockedError(OutputError):
+    """Another run holds the lock on this output directory or job."""
+
+
+class WriteError(ArchiverError):
+    """Writing WARC data failed. The crawl stops; what was closed stays valid."""
+
+
+class FrontierError(ArchiverError):
+    """The frontier backend failed."""
+
+
+class FrontierUnavailableError(FrontierError):
+    """The frontier backend cannot be reached."""
+
+
+class WarcFormatError(ArchiverError):
+    """A WARC file is damaged or not a WARC file."""
+
+
+class FetchError(ArchiverError):
+    """One fetch failed. ``reason`` is what the log and the summary count."""
+
+    reason: FailReason = FailReason.CONNECT
+
+    def __init__(self, message: str, reason: FailReason | None = None) -> None:
+        super().__init__(message)
+        if reason is not None:
+            self.reason = reason
+
+
+class BlockedAddressError(FetchError):
+    """The SSRF guard refused the address a URL resolves to."""
+
+    reason = FailReason.BLOCKED_ADDRESS
+
+
+class ProtocolError(FetchError):
+    """The response is not HTTP/1.x we can read (HTTP/0.9, a broken status line)."""
+
+    reason = FailReason.BAD_RESPONSE
+
+
+class HeadersTooLargeError(FetchError):
+    """The response header block is over the size, line or count limit."""
+
+    reason = FailReason.HEADERS_TOO_LARGE

@@ -1,0 +1,6 @@
+"""Frontier backends behind one interface (:class:`archiver.frontier.base.Frontier`)."""
+
+from archiver.frontier.base import Frontier, Lease
+from archiver.frontier.memory import HostScheduler, MemoryFrontier
+
+__all__ = ["Frontier", "HostScheduler", "Lease", "MemoryFrontier"]

@@ -1,0 +1,89 @@
+"""The frontier interface: the seed design's joinable queue, made host-aware and persistent.
+
+Workers see a joinable queue (``put`` / ``get`` / ``task_done`` / ``join``), whatever the
+backend (memory, SQLite, Redis). On top of ``asyncio.Queue`` semantics:
+
+* ``put`` marks the URL seen, in one place, and returns False when it was seen before, so
+  redirect chains that meet and links found twice fetch their URL once;
+* ``get`` returns a :class:`Lease` for a URL whose host may be fetched now (politeness: per-host
+  slots and delay, backoff), so no worker waits behind one slow host while others have work;
+* ``task_done`` takes the :class:`~archiver.models.TaskResult`: done (with where the capture
+  was written), failed, skipped, or retry-later (the item goes to the back of the queue after
+  ``retry_after`` seconds and the join count does not drop);
+* ``join`` returns when nothing is queued, waiting for a retry, or leased anywhere.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from dataclasses import dataclass
+from typing import Protocol, runtime_checkable
+
+from archiver.models import CrawlItem, FrontierStats, ResumeInfo, TaskResult
+
+
+@dataclass(frozen=True, slots=True)
+class Lease:
+    """A URL handed to one worker. Pass it back to ``task_done`` exactly once."""
+
+    item: CrawlItem
+    host: str  #: the politeness key (``host`` or ``host:port``)
+    token: int = 0  #: backend-specific claim id
+
+
+@runtime_checkable
+class Frontier(Protocol):
+    """What the crawler needs from a frontier backend."""
+
+    #: True when the state survives the process (resume is possible).
+    persistent: bool
+
+    async def open(self) -> ResumeInfo:
+        """Prepare the backend; a persistent one re-queues URLs that were in flight."""
+        ...
+
+    async def close(self) -> None:
+        """Flush and release resources. Leases not yet done stay 'in flight' for resume."""
+        ...
+
+    async def put(self, item: CrawlItem) -> bool:
+        """Queue ``item`` unless its URL was seen; returns True when it was queued."""
+        ...
+
+    async def put_many(self, items: Iterable[CrawlItem]) -> list[CrawlItem]:
+        """Queue several items; returns the ones that were new (in the order given)."""
+        ...
+
+    async def get(self) -> Lease:
+        """Wait for a URL whose host is ready, and claim it."""
+        ...
+
+    async def task_done(self, lease: Lease, result: TaskResult) -> None:
+        """Report how a leased URL ended."""
+        ...
+
+    async def join(self) -> None:
+        """Wait until no URL is queued, waiting for a retry, or in flight."""
+        ...
+
+    def statistics(self) -> FrontierStats:
+        """A snapshot of the counters (cheap; for progress display)."""
+        ...
+
+    def set_host_delay(self, host: str, seconds: float) -> None:
+        """Apply a robots.txt Crawl-delay to a host."""
+        ...
+
+    async def committed_captures(self, filename: str) -> set[tuple[int, int]]:
+        """``(start, end)`` of every capture in WARC ``filename`` committed by ``task_done``.
+
+        Resume uses it to cut an ``.open`` file back to its committed captures.
+        """
+        ...
+
+    async def uncommit_captures(self, filename: str, offset: int) -> int:
+        """Re-queue the URLs whose captures in ``filename`` start at or after ``offset``.
+
+        Called after resume cut those captures from the file; returns how many were re-queued.
+        """
+        ...

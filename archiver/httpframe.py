@@ -1,0 +1,345 @@
+"""Incremental HTTP/1.x message framing: where a response ends, and its body without chunking.
+
+aiohttp parses responses for the client, but it never says *where on the wire* a response ended,
+and it forgets the bytes it parsed. The capture layer feeds the raw bytes received on a connection
+through :class:`ResponseFramer`, which decides the message boundary by RFC 9112 section 6.3 and
+hands the body, with the chunked transfer coding removed but any content coding kept, to a
+callback: exactly the WARC payload (WARC 1.1 section 5.9; iipc/warc-specifications#22).
+The verifier reads stored records back through the same code, so writer and judge agree.
+
+Nothing here does I/O; everything is bounded (header block size, chunk-size line length).
+"""
+
+from __future__ import annotations
+
+import enum
+import re
+from collections.abc import Callable
+
+DEFAULT_MAX_HEADER_BYTES = 256 * 1024
+MAX_CHUNK_LINE = 4096
+_HEADER_END = re.compile(rb"\r?\n\r?\n")
+_STATUS_LINE = re.compile(rb"HTTP/(\d)\.(\d)[ \t]+(\d{3})(?:[ \t]([^\r\n]*))?\r?\Z")
+_CHUNK_SIZE = re.compile(rb"[ \t]*([0-9A-Fa-f]+)[ \t]*(?:;[^\r\n]*)?\r?\n\Z")
+
+BodyCallback = Callable[[memoryview], None]
+
+
+class State(enum.Enum):
+    HEADERS = "headers"
+    BODY = "body"
+    DONE = "done"
+    ERROR = "error"
+
+
+class Framing(enum.StrEnum):
+    NONE = "none"  #: no body (HEAD, 1xx, 204, 304)
+    LENGTH = "length"  #: Content-Length
+    CHUNKED = "chunked"  #: Transfer-Encoding: chunked
+    CLOSE = "close"  #: read until the connection closes
+
+
+class FramingError(ValueError):
+    """The bytes are not a well-formed HTTP/1.x response."""
+
+
+def split_header_block(block: bytes) -> tuple[bytes, list[tuple[bytes, bytes]]]:
+    """Start line and ``(name, value)`` pairs of a header block, folded lines joined.
+
+    Lines without a colon are skipped (they are kept in the stored bytes, just not interpreted).
+    """
+    lines = re.split(rb"\r?\n", block)
+    start = lines[0]
+    headers: list[tuple[bytes, bytes]] = []
+    for line in lines[1:]:
+        if not line:
+            continue
+        if line[:1] in (b" ", b"\t") and headers:
+            name, value = headers[-1]
+            headers[-1] = (name, value + b" " + line.strip())
+            continue
+        name, sep, value = line.partition(b":")
+        if not sep:
+            continue
+        headers.append((name.strip(), value.strip()))
+    return start, headers
+
+
+def header_values(headers: list[tuple[bytes, bytes]], name: bytes) -> list[bytes]:
+    lname = name.lower()
+    return [v for k, v in headers if k.lower() == lname]
+
+
+class ChunkedDecoder:
+    """Removes the chunked transfer coding (RFC 9112 section 7.1) incrementally."""
+
+    __slots__ = ("_line", "_on_data", "_remaining", "_state", "done", "error", "payload_length")
+
+    def __init__(self, on_data: BodyCallback | None = None) -> None:
+        self._on_data = on_data
+        self._state = "size"  # size | data | data_end | trailer
+        self._line = bytearray()
+        self._remaining = 0
+        self.done = False
+        self.error: str | None = None
+        self.payload_length = 0
+
+    def feed(self, data: memoryview) -> int:
+        """Consume bytes; returns how many belonged to the chunked body (less once it ended)."""
+        pos = 0
+        end = len(data)
+        while pos < end and not self.done and self.error is None:
+            if self._state == "data":
+                take = min(self._remaining, end - pos)
+                if self._on_data is not None:
+                    self._on_data(data[pos : pos + take])
+                self.payload_length += take
+                self._remaining -= take
+                pos += take
+                if self._remaining == 0:
+                    self._state = "data_end"
+                continue
+            # line-oriented states
+            nl = bytes(data[pos:end]).find(b"\n")
+            if nl < 0:
+                self._line += data[pos:end]
+                pos = end
+                if len(self._line) > MAX_CHUNK_LINE:
+                    self.error = "chunk-size or trailer line too long"
+                break
+            self._line += data[pos : pos + nl + 1]
+            pos += nl + 1
+            line = bytes(self._line)
+            self._line.clear()
+            if len(line) > MAX_CHUNK_LINE:
+                self.error = "chunk-size or trailer line too long"
+                break
+            if self._state == "size":
+                match = _CHUNK_SIZE.match(line)
+                if match is None:
+                    self.error = f"invalid chunk size line {line[:40]!r}"
+                    break
+                size = int(match.group(1), 16)
+                if size == 0:
+                    self._state = "trailer"
+                else:
+                    self._remaining = size
+                    self._state = "data"
+            elif self._state == "data_end":
+                if line not in (b"\r\n", b"\n"):
+                    self.error = "chunk data not followed by CRLF"
+                    break
+                self._state = "size"
+            elif line in (b"\r\n", b"\n"):  # trailer section ends with an empty line
+                self.done = True
+        return pos
+
+
+class ResponseFramer:
+    """Follows one HTTP/1.x response through a byte stream (interim 1xx responses included).
+
+    Feed it the bytes as they arrive; :meth:`feed` returns how many belong to this response, so
+    bytes after its end are never counted in. ``on_body`` receives the payload: the body with any
+    chunked coding removed.
+    """
+
+    def __init__(
+        self,
+        *,
+        method: str = "GET",
+        on_body: BodyCallback | None = None,
+        max_header_bytes: int = DEFAULT_MAX_HEADER_BYTES,
+        body_limit: int | None = None,
+    ) -> None:
+        self.method = method.upper()
+        #: stop consuming once this many raw body bytes were taken (``limit_reached`` is then set)
+        self.body_limit = body_limit
+        self.limit_reached = False
+        self.on_body = on_body
+        self.max_header_bytes = max_header_bytes
+        self.state = State.HEADERS
+        self.framing: Framing | None = None
+        self.error: str | None = None
+        self.status = 0
+        self.reason = b""
+        self.version = (1, 1)
+        self.headers: list[tuple[bytes, bytes]] = []
+        #: bytes of the header block(s), interim responses included
+        self.header_length = 0
+        self.consumed = 0  #: bytes of this response seen so far
+        self.body_length = 0  #: raw body bytes (chunk framing included)
+        self.payload_length = 0
+        self._head = bytearray()
+        self._head_start = 0
+        self._remaining = 0
+        self._chunked: ChunkedDecoder | None = None
+
+    @property
+    def done(self) -> bool:
+        return self.state is State.DONE
+
+    @property
+    def failed(self) -> bool:
+        return self.state is State.ERROR
+
+    @property
+    def headers_complete(self) -> bool:
+        return self.state in (State.BODY, State.DONE) or (
+            self.state is State.ERROR and self.framing is not None
+        )
+
+    def _payload(self, data: memoryview) -> None:
+        self.payload_length += len(data)
+        if self.on_body is not None:
+            self.on_body(data)
+
+    def feed(self, data: bytes | bytearray | memoryview) -> int:
+        """Consume bytes; returns how many belong to this response."""
+        view = memoryview(data)
+        pos = 0
+        while pos < len(view) and self.state in (State.HEADERS, State.BODY):
+            if self.state is State.HEADERS:
+                pos += self._feed_headers(view[pos:])
+                continue
+            rest = view[pos:]
+            if self.body_limit is not None:
+                allowed = self.body_limit - self.body_length
+                if allowed <= 0:
+                    self.limit_reached = True
+                    break
+                rest = rest[:allowed]
+            pos += self._feed_body(rest)
+        if (
+            self.state is State.BODY
+            and self.body_limit is not None
+            and self.body_length >= self.body_limit
+        ):
+            self.limit_reached = True
+        self.consumed += pos
+        return pos
+
+    def feed_eof(self) -> None:
+        """The connection closed. Ends a close-delimited body; otherwise the response is cut."""
+        if self.state is State.BODY and self.framing is Framing.CLOSE:
+            self.state = State.DONE
+        elif self.state is State.HEADERS:
+            if self._head:
+                self._fail("connection closed inside the header block")
+            else:
+                self._fail("connection closed before any response")
+        elif self.state is State.BODY:
+            self._fail("connection closed before the end of the body")
+
+    def _fail(self, message: str) -> None:
+        self.state = State.ERROR
+        self.error = message
+
+    def _feed_headers(self, view: memoryview) -> int:
+        before = len(self._head)
+        search_from = max(self._head_start, before - 3)
+        self._head += view
+        start = self._head_start
+        if len(self._head) - start >= 5 and self._head[start : start + 5] != b"HTTP/":
+            self._fail("no HTTP status line (HTTP/0.9 or not HTTP)")
+            return len(view)
+        match = _HEADER_END.search(self._head, search_from)
+        if match is None:
+            if len(self._head) > self.max_header_bytes:
+                self._fail(f"header block larger than {self.max_header_bytes} bytes")
+            return len(view)
+        end = match.end()
+        if end > self.max_header_bytes:
+            self._fail(f"header block larger than {self.max_header_bytes} bytes")
+            return len(view)
+        # Bytes after the header block are fed again by the caller's loop: drop them here.
+        del self._head[end:]
+        block = bytes(self._head[self._head_start : match.start()])
+        used = end - before
+        self.header_length = end
+        try:
+            self._start_message(block)
+        except FramingError as exc:
+            self._fail(str(exc))
+            return used
+        if self.state is State.HEADERS:  # an interim 1xx response: the next one follows
+            self._head_start = end
+        else:
+            self._head = bytearray()
+        return used
+
+    def _start_message(self, block: bytes) -> None:
+        start, headers = split_header_block(block)
+        match = _STATUS_LINE.match(start + b"\r")
+        if match is None:
+            raise FramingError(f"invalid status line {start[:60]!r}")
+        self.version = (int(match.group(1)), int(match.group(2)))
+        self.status = int(match.group(3))
+        self.reason = match.group(4) or b""
+        self.headers = headers
+        if 100 <= self.status < 200 and self.status != 101:
+            return  # interim response; stay in HEADERS
+        self.state = State.BODY
+        te = b",".join(header_values(headers, b"transfer-encoding")).lower()
+        lengths = {v.strip() for v in header_values(headers, b"content-length")}
+        if self.method == "HEAD" or self.status in (204, 304) or 100 <= self.status < 200:
+            self.framing = Framing.NONE
+        elif te:
+            codings = [c.strip() for c in te.split(b",") if c.strip()]
+            self.framing = Framing.CHUNKED if codings and codings[-1] == b"chunked" else None
+            if self.framing is None:
+                self.framing = Framing.CLOSE
+            else:
+                self._chunked = ChunkedDecoder(self._payload)
+        elif lengths:
+            if len(lengths) > 1 or not all(v.isdigit() for v in lengths):
+                raise FramingError(f"invalid Content-Length {sorted(lengths)!r}")
+            self.framing = Framing.LENGTH
+            self._remaining = int(lengths.pop())
+        else:
+            self.framing = Framing.CLOSE
+        if self.framing is Framing.NONE or (
+            self.framing is Framing.LENGTH and self._remaining == 0
+        ):
+            self.state = State.DONE
+
+    def _feed_body(self, view: memoryview) -> int:
+        if self.framing is Framing.LENGTH:
+            take = min(self._remaining, len(view))
+            self._payload(view[:take])
+            self._remaining -= take
+            self.body_length += take
+            if self._remaining == 0:
+                self.state = State.DONE
+            return take
+        if self.framing is Framing.CHUNKED:
+            assert self._chunked is not None
+            used = self._chunked.feed(view)
+            self.body_length += used
+            if self._chunked.error is not None:
+                self._fail(self._chunked.error)
+            elif self._chunked.done:
+                self.state = State.DONE
+            return used
+        # close-delimited
+        self._payload(view)
+        self.body_length += len(view)
+        return len(view)
+
+    def header(self, name: str) -> str | None:
+        """First value of a response header, decoded as Latin-1 (how HTTP bytes map to text)."""
+        values = header_values(self.headers, name.encode("ascii"))
+        return values[0].decode("latin-1") if values else None
+
+    def decoded_headers(self) -> list[tuple[str, str]]:
+        return [(k.decode("latin-1"), v.decode("latin-1")) for k, v in self.headers]
+
+
+def dechunk(body: bytes) -> tuple[bytes, str | None]:
+    """De-chunk a stored body: (payload, error). On error the payload is the decodable prefix."""
+    parts: list[bytes] = []
+    decoder = ChunkedDecoder(lambda chunk: parts.append(bytes(chunk)))
+    decoder.feed(memoryview(body))
+    error = decoder.error
+    if error is None and not decoder.done:
+        error = "chunked body ends before the last chunk"
+    return b"".join(parts), error

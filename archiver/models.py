@@ -1,0 +1,257 @@
+"""Plain data that flows through the crawl: frontier -> fetch -> records -> writer -> index.
+
+Nothing here does I/O or imports a third-party library (only the leaf :mod:`archiver.spool`), so
+every other module can depend on it.
+The types are small and mostly frozen: a value that crosses a queue is never mutated afterwards.
+"""
+
+from __future__ import annotations
+
+import enum
+from dataclasses import dataclass, field
+from datetime import datetime
+
+from archiver.spool import Spool
+
+#: Default number of redirect hops the crawler follows from one URL (wget and Zeno use 20,
+#: grab-site 8; every hop is archived, so a modest limit costs nothing).
+MAX_REDIRECTS = 10
+
+
+class Hop(enum.StrEnum):
+    """How a URL was discovered: the letters of Heritrix's crawl.log discovery path."""
+
+    LINK = "L"  #: a navigational link (a[href], area, iframe, sitemap entry)
+    EMBED = "E"  #: a page requisite (img, script, stylesheet, font, media)
+    REDIRECT = "R"  #: the Location of a 3xx response
+    PREREQUISITE = "P"  #: fetched before its host can be crawled (robots.txt)
+
+
+@dataclass(frozen=True, slots=True)
+class CrawlItem:
+    """One unit of frontier work: the seed design's ``(url, redirects_left)`` pair plus lineage.
+
+    ``hops`` is the discovery path from the seed (``""`` for a seed, ``"LLE"`` for an image on a
+    page two links away); ``depth`` counts link hops only, so requisites and redirects inherit the
+    depth of the page that led to them. ``tries`` counts earlier attempts of this URL.
+    """
+
+    url: str
+    redirects_left: int = MAX_REDIRECTS
+    depth: int = 0
+    hops: str = ""
+    via: str | None = None
+    tries: int = 0
+
+    @property
+    def is_seed(self) -> bool:
+        return self.hops == ""
+
+    @property
+    def is_requisite(self) -> bool:
+        """True when the URL was reached as a page requisite (possibly through redirects)."""
+        return self.hops.rstrip(Hop.REDIRECT).endswith(Hop.EMBED)
+
+    def child(self, url: str, hop: Hop) -> CrawlItem:
+        """The item for a URL discovered while processing this one."""
+        if hop is Hop.REDIRECT:
+            return CrawlItem(
+                url=url,
+                redirects_left=self.redirects_left - 1,
+                depth=self.depth,
+                hops=self.hops + hop,
+                via=self.url,
+            )
+        depth = self.depth + 1 if hop is Hop.LINK else self.depth
+        return CrawlItem(url=url, depth=depth, hops=self.hops + hop, via=self.url)
+
+    def retry(self) -> CrawlItem:
+        return CrawlItem(
+            url=self.url,
+            redirects_left=self.redirects_left,
+            depth=self.depth,
+            hops=self.hops,
+            via=self.via,
+            tries=self.tries + 1,
+        )
+
+
+class Truncation(enum.StrEnum):
+    """Values of ``WARC-Truncated`` (WARC 1.1 section 5.13)."""
+
+    LENGTH = "length"
+    TIME = "time"
+    DISCONNECT = "disconnect"
+    UNSPECIFIED = "unspecified"
+
+
+class SkipReason(enum.StrEnum):
+    """Why a discovered URL was not fetched. Each is counted in the summary and logged."""
+
+    SCOPE = "scope"
+    ROBOTS = "robots"
+    DEPTH = "depth"
+    SCHEME = "scheme"
+    URL_TOO_LONG = "url-too-long"
+    TRAP = "trap"
+    BLOCKED_ADDRESS = "blocked-address"
+    EXCLUDED = "excluded"
+    BUDGET = "budget"
+    HOST_BUDGET = "host-budget"
+    REDIRECT_LIMIT = "redirect-limit"
+    INVALID_URL = "invalid-url"
+
+
+class FailReason(enum.StrEnum):
+    """Why a fetch produced no capture (or only a partial one)."""
+
+    CONNECT = "connect-error"
+    DNS = "dns-error"
+    TIMEOUT = "timeout"
+    TLS = "tls-error"
+    BLOCKED_ADDRESS = "blocked-address"
+    BAD_RESPONSE = "bad-response"
+    HEADERS_TOO_LARGE = "headers-too-large"
+    DISCONNECT = "disconnect"
+    SERVER_ERROR = "server-error"
+    THROTTLED = "throttled"
+    ROBOTS_UNREACHABLE = "robots-unreachable"
+    WRITE_ERROR = "write-error"
+    INTERNAL = "internal-error"
+
+
+@dataclass(frozen=True, slots=True)
+class TlsInfo:
+    """What the TLS layer told us about an https exchange."""
+
+    version: str  #: e.g. ``tls/1.3`` as written in ``WARC-Protocol``
+    cipher_suite: str | None  #: IANA name when the runtime knows it, else OpenSSL's
+    verified: bool  #: the certificate chain and host name were verified
+    verify_error: str | None = None  #: why verification failed, when it did
+
+
+@dataclass(slots=True)
+class Exchange:
+    """One HTTP request/response pair exactly as it crossed the connection.
+
+    ``request`` and ``response`` hold the raw bytes (the response may be spooled to disk: see
+    :class:`archiver.spool.Spool`); the other fields are what the crawler needs to decide what to
+    do next and what the WARC headers say. Digests are ``algo:value`` strings computed while the
+    bytes streamed in (``payload_digest`` over the entity body with transfer coding removed and
+    content coding kept, WARC 1.1 section 5.9 / iipc/warc-specifications#22).
+    """
+
+    target_uri: str
+    date: datetime
+    request: bytes
+    response: Spool
+    response_length: int
+    status: int
+    headers: list[tuple[str, str]]
+    block_digest: str
+    payload_digest: str
+    payload_length: int
+    request_block_digest: str
+    request_payload_digest: str
+    ip_address: str | None = None
+    tls: TlsInfo | None = None
+    truncated: Truncation | None = None
+    protocol_error: str | None = None
+    duration: float = 0.0
+    #: The entity body (content-coded as sent, transfer coding removed) when it was small enough
+    #: to keep for link extraction; None when it was not kept.
+    body: bytes | None = None
+
+    def header(self, name: str) -> str | None:
+        """First value of a response header, case-insensitively."""
+        lname = name.lower()
+        for key, value in self.headers:
+            if key.lower() == lname:
+                return value
+        return None
+
+    @property
+    def content_type(self) -> str:
+        """The media type without parameters, lowercased (``text/html``), or ``""``."""
+        value = self.header("Content-Type") or ""
+        return value.split(";", 1)[0].strip().lower()
+
+
+@dataclass(frozen=True, slots=True)
+class WrittenRecord:
+    """Where the writer put one WARC record: enough for an index line without re-reading."""
+
+    record_type: str
+    record_id: str
+    target_uri: str
+    date: str  #: the record's WARC-Date, as written
+    filename: str  #: the final file name (never ``.open``), relative to the WARC directory
+    offset: int  #: of the record's gzip member in the file
+    length: int  #: of that gzip member
+    status: int | None = None
+    mime: str | None = None  #: as cdxj-indexer computes it (``warc/revisit`` for revisits)
+    payload_digest: str | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class WrittenCapture:
+    """A capture (response or revisit, its request and any metadata) as written to one file."""
+
+    filename: str
+    start: int  #: offset of the capture's first member
+    end: int  #: offset just past its last member
+    records: tuple[WrittenRecord, ...] = ()
+
+    @property
+    def primary(self) -> WrittenRecord | None:
+        """The record an index line and a dedup entry describe (response or revisit)."""
+        for rec in self.records:
+            if rec.record_type in ("response", "revisit", "resource"):
+                return rec
+        return None
+
+
+class Outcome(enum.StrEnum):
+    """How a frontier task ended."""
+
+    DONE = "done"  #: fetched (and captured when there was anything to capture)
+    FAILED = "failed"  #: gave up after the last try
+    SKIPPED = "skipped"  #: not fetched on purpose (robots, scope decided late, budget)
+    RETRY = "retry"  #: transient failure: back to the queue after ``retry_after`` seconds
+
+
+@dataclass(frozen=True, slots=True)
+class TaskResult:
+    """What a worker reports to the frontier for one lease."""
+
+    outcome: Outcome
+    #: every capture written while processing this lease (robots.txt included), committed
+    #: together with the outcome so a resumed crawl knows which WARC data is accounted for
+    captures: tuple[WrittenCapture, ...] = ()
+    status: int | None = None
+    reason: str | None = None
+    retry_after: float | None = None  #: for RETRY, and for 429/503 host backoff
+
+
+@dataclass(frozen=True, slots=True)
+class FrontierStats:
+    """An immutable snapshot of the frontier's counters (trio's ``statistics()`` style)."""
+
+    queued: int = 0
+    in_flight: int = 0
+    done: int = 0
+    failed: int = 0
+    skipped: int = 0
+    seen: int = 0
+    hosts: int = 0
+
+
+@dataclass(slots=True)
+class ResumeInfo:
+    """What opening a persistent frontier found from an earlier run."""
+
+    resumed: bool = False
+    requeued_in_flight: int = 0
+    queued: int = 0
+    done: int = 0
+    notes: list[str] = field(default_factory=list)

@@ -1,0 +1,245 @@
+"""The output directory: its layout, its lock, and whether a run starts fresh or resumes.
+
+::
+
+    OUTPUT/
+      warcs/*.warc.gz          the WARC files (``.warc.gz.open`` while written)
+      index.cdxj               every capture, sorted (pywb); index.cdx with --cdx11
+      crawl.log.jsonl          structlog JSON lines; crawl.log with --heritrix-log
+      summary.json             counts by status, MIME type, host; bytes; failures
+      OUTPUT-NAME.wacz         with --wacz
+      state/crawl.json         status (running, completed, limit, interrupted, failed) and runs
+      state/frontier.sqlite    the persistent frontier (queue, seen set, per-URL state)
+      state/journals/*.cdxj    per-WARC index lines written by the writer
+      state/lock               held while a run writes here
+
+A directory is never wiped silently: starting over needs ``--overwrite``, and even then only
+archiver's own files are removed.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import fcntl
+import json
+import os
+import shutil
+import time
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from archiver.errors import LockedError, OutputExistsError
+
+STATUS_RUNNING = "running"
+STATUS_COMPLETED = "completed"
+STATUS_LIMIT = "limit"
+STATUS_INTERRUPTED = "interrupted"
+STATUS_FAILED = "failed"
+
+_OWNED = (
+    "warcs",
+    "state",
+    "index.cdxj",
+    "index.cdx",
+    "crawl.log.jsonl",
+    "crawl.log",
+    "summary.json",
+    "report.html",
+)
+
+
+@dataclass(frozen=True, slots=True)
+class Layout:
+    root: Path
+
+    @property
+    def warcs(self) -> Path:
+        return self.root / "warcs"
+
+    @property
+    def state(self) -> Path:
+        return self.root / "state"
+
+    @property
+    def journals(self) -> Path:
+        return self.state / "journals"
+
+    @property
+    def status_file(self) -> Path:
+        return self.state / "crawl.json"
+
+    @property
+    def lock_file(self) -> Path:
+        return self.state / "lock"
+
+    @property
+    def frontier_db(self) -> Path:
+        return self.state / "frontier.sqlite"
+
+    @property
+    def index(self) -> Path:
+        return self.root / "index.cdxj"
+
+    @property
+    def cdx11(self) -> Path:
+        return self.root / "index.cdx"
+
+    @property
+    def log(self) -> Path:
+        return self.root / "crawl.log.jsonl"
+
+    @property
+    def heritrix_log(self) -> Path:
+        return self.root / "crawl.log"
+
+    @property
+    def summary(self) -> Path:
+        return self.root / "summary.json"
+
+    @property
+    def wacz(self) -> Path:
+        return self.root / f"{self.root.name}.wacz"
+
+    @property
+    def pages(self) -> Path:
+        return self.state / "pages.jsonl"
+
+
+class OutputLock:
+    """An exclusive ``flock`` on ``state/lock``: two runs never write one output."""
+
+    def __init__(self, path: Path) -> None:
+        self.path = path
+        self._fd: int | None = None
+
+    def acquire(self) -> None:
+        self.path.parent.mkdir(parents=True, exist_ok=True)
+        fd = os.open(self.path, os.O_RDWR | os.O_CREAT, 0o644)
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            holder = ""
+            with contextlib.suppress(OSError):
+                holder = os.read(fd, 100).decode("ascii", "replace").strip()
+            os.close(fd)
+            who = f" (pid {holder})" if holder else ""
+            raise LockedError(
+                f"{self.path.parent.parent} is locked by another archiver run{who}"
+            ) from None
+        os.ftruncate(fd, 0)
+        os.write(fd, str(os.getpid()).encode())
+        self._fd = fd
+
+    def release(self) -> None:
+        if self._fd is not None:
+            fcntl.flock(self._fd, fcntl.LOCK_UN)
+            os.close(self._fd)
+            self._fd = None
+
+    def __enter__(self) -> OutputLock:
+        self.acquire()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.release()
+
+
+def read_status(layout: Layout) -> dict[str, Any] | None:
+    try:
+        data = json.loads(layout.status_file.read_text(encoding="utf-8"))
+    except FileNotFoundError:
+        return None
+    except (OSError, ValueError) as exc:
+        raise OutputExistsError(f"{layout.status_file} is unreadable: {exc}") from exc
+    return data if isinstance(data, dict) else None
+
+
+def write_json_atomic(path: Path, data: Any) -> None:
+    tmp = path.with_name(path.name + ".tmp")
+    with open(tmp, "w", encoding="utf-8") as fh:
+        json.dump(data, fh, indent=2, sort_keys=False)
+        fh.write("\n")
+        fh.flush()
+        os.fsync(fh.fileno())
+    os.replace(tmp, path)
+
+
+def write_status(layout: Layout, data: dict[str, Any]) -> None:
+    layout.state.mkdir(parents=True, exist_ok=True)
+    write_json_atomic(layout.status_file, data)
+
+
+@dataclass(slots=True)
+class RunStart:
+    resumed: bool
+    previous_status: str | None
+    status: dict[str, Any]
+
+
+def prepare(layout: Layout, *, overwrite: bool, settings_json: dict[str, Any]) -> RunStart:
+    """Decide fresh start or resume. Call with the lock held.
+
+    Fresh: the directory is missing or empty (apart from our lock). Resume: it holds an archiver
+    crawl that did not complete. ``overwrite`` removes archiver's files first.
+    """
+    root = layout.root
+    previous = read_status(layout) if root.exists() else None
+    if overwrite and root.exists():
+        for name in _OWNED:
+            path = root / name
+            if path.is_dir() and name == "state":
+                for child in path.iterdir():
+                    if child.name != "lock":
+                        _remove(child)
+            elif path.exists():
+                _remove(path)
+        for wacz in root.glob("*.wacz"):
+            wacz.unlink()
+        previous = None
+    if previous is None:
+        others = (
+            [
+                p.name
+                for p in root.iterdir()
+                if p.name != "state" or any(c.name != "lock" for c in p.iterdir())
+            ]
+            if root.exists()
+            else []
+        )
+        if others:
+            raise OutputExistsError(
+                f"{root} is not empty and holds no archiver crawl ({', '.join(sorted(others)[:5])}"
+                f"); choose another --output"
+            )
+    now = time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())
+    if previous is not None:
+        status = previous
+        status.setdefault("runs", []).append({"started": now, "status": STATUS_RUNNING})
+        status["status"] = STATUS_RUNNING
+        status["settings"] = settings_json
+        return RunStart(True, str(previous.get("status")), status)
+    status = {
+        "format": "archiver-crawl-state/1",
+        "status": STATUS_RUNNING,
+        "created": now,
+        "settings": settings_json,
+        "runs": [{"started": now, "status": STATUS_RUNNING}],
+    }
+    return RunStart(False, None, status)
+
+
+def finish_status(status: dict[str, Any], final: str, reason: str | None) -> None:
+    now = time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())
+    status["status"] = final
+    status["reason"] = reason
+    runs = status.setdefault("runs", [])
+    if runs:
+        runs[-1].update({"ended": now, "status": final, "reason": reason})
+
+
+def _remove(path: Path) -> None:
+    if path.is_dir() and not path.is_symlink():
+        shutil.rmtree(path)
+    else:
+        path.unlink()

@@ -1,0 +1,281 @@
+"""Pure URL functions: resolve links the WHATWG way and normalise them to the RFC 3986 form we send.
+
+The URL a crawler *requests* is the URL it must *record* (``WARC-Target-URI``, WARC 1.1 section
+5.14), so every URL is normalised exactly once, here, before it is queued: after that the frontier,
+the fetcher (which hands it to aiohttp with ``encoded=True`` so yarl does not re-normalise it) and
+the WARC headers all see the same ASCII string.
+
+What normalisation does, following the WHATWG URL Standard (https://url.spec.whatwg.org/) where it
+defines the behaviour browsers have, and RFC 3986 for the characters allowed on the wire:
+
+* leading/trailing C0 controls and spaces are stripped, tabs and newlines removed anywhere
+  (URL Standard, "basic URL parser", steps 1-3): a link can never inject a CR/LF into a header;
+* ``\\`` is ``/`` in http(s) URLs; scheme and host are lowercased; the default port is dropped;
+* host: IDNA 2008 / UTS #46 A-labels (``faß.de`` -> ``xn--fa-hia.de``, as browsers and yarl do);
+  IPv4 in any numeric form (``2130706433``, ``0x7f.1``, ``017700000001``) becomes dotted decimal
+  (URL Standard, "IPv4 parser"), so the SSRF guard sees the address that would be connected to;
+* path: dot segments removed, empty path becomes ``/``;
+* path and query: every byte outside RFC 3986's unreserved/reserved sets is percent-encoded as
+  UTF-8; existing valid ``%XX`` escapes are kept as they are (never decoded: the server sees what
+  the page linked to), a ``%`` that starts no valid escape becomes ``%25``;
+* userinfo and the fragment are dropped (a crawler never sends credentials found in a link).
+
+Only ``http`` and ``https`` URLs survive; everything else resolves to ``None``.
+"""
+
+from __future__ import annotations
+
+import ipaddress
+import re
+from functools import lru_cache
+from urllib.parse import unquote, urljoin, urlsplit
+
+import idna
+
+SCHEMES = ("http", "https")
+DEFAULT_PORTS = {"http": 80, "https": 443}
+
+_STRIP = "".join(chr(c) for c in range(0x21))  # C0 controls and space
+_TAB_NEWLINE = re.compile(r"[\t\n\r]")
+# Bytes allowed unescaped in a path or query on the wire (RFC 3986 unreserved, sub-delims,
+# ':', '@', '/', '?'), plus '%' which is checked separately.
+_SAFE = frozenset(
+    b"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-._~!$&'()*+,;=:@/?%"
+)
+_ALL_SAFE = re.compile(r"[A-Za-z0-9\-._~!$&'()*+,;=:@/?]*\Z")
+_BAD_ESCAPE = re.compile(r"%(?![0-9A-Fa-f]{2})")
+_HOST_ASCII = re.compile(r"[a-z0-9\-._~!$&'()*+,;=]+\Z")
+_HEX = "0123456789ABCDEF"
+
+
+class InvalidURLError(ValueError):
+    """The string cannot be made into an http(s) URL we can request."""
+
+
+def _quote(text: str) -> str:
+    """Percent-encode everything outside the safe set, keeping valid ``%XX`` escapes."""
+    if _ALL_SAFE.match(text):
+        return text
+    out = []
+    for byte in text.encode("utf-8", "surrogatepass"):
+        if byte in _SAFE:
+            out.append(chr(byte))
+        else:
+            out.append("%" + _HEX[byte >> 4] + _HEX[byte & 15])
+    quoted = "".join(out)
+    if "%" in quoted:
+        quoted = _BAD_ESCAPE.sub("%25", quoted)
+    return quoted
+
+
+def _parse_ipv4_number(part: str) -> int | None:
+    if part == "":
+        return None
+    base = 10
+    if part[:2] in ("0x", "0X"):
+        part, base = part[2:], 16
+    elif len(part) > 1 and part[0] == "0":
+        part, base = part[1:], 8
+    if part == "":
+        return 0
+    try:
+        return int(part, base)
+    except ValueError:
+        return None
+
+
+def _ipv4_from_host(host: str) -> str | None:
+    """Dotted-decimal form of a host in any WHATWG IPv4 notation, or None if it is a name."""
+    parts = host.split(".")
+    if parts[-1] == "" and len(parts) > 1:
+        parts.pop()
+    last = parts[-1]
+    if not last or not (last.isdigit() or last[:2].lower() == "0x"):
+        return None
+    if len(parts) > 4:
+        raise InvalidURLError(f"invalid IPv4 address {host!r}")
+    numbers = [_parse_ipv4_number(p) for p in parts]
+    if any(n is None for n in numbers):
+        if last[:2].lower() == "0x" or last.isdigit():
+            raise InvalidURLError(f"invalid IPv4 address {host!r}")
+        return None
+    nums = [n for n in numbers if n is not None]
+    if any(n > 255 for n in nums[:-1]) or nums[-1] >= 256 ** (5 - len(nums)):
+        raise InvalidURLError(f"invalid IPv4 address {host!r}")
+    value = nums[-1]
+    for i, n in enumerate(nums[:-1]):
+        value += n * 256 ** (3 - i)
+    return str(ipaddress.IPv4Address(value))
+
+
+@lru_cache(maxsize=4096)
+def normalize_host(host: str) -> str:
+    """Lowercase, IDNA-encode, and canonicalise IP literals. Raises :class:`InvalidURLError`."""
+    if not host:
+        raise InvalidURLError("empty host")
+    if host.startswith("["):
+        if not host.endswith("]"):
+            raise InvalidURLError(f"invalid IPv6 host {host!r}")
+        try:
+            addr = ipaddress.IPv6Address(host[1:-1])
+        except ValueError as exc:
+            raise InvalidURLError(f"invalid IPv6 host {host!r}") from exc
+        return f"[{addr.compressed}]"
+    if "%" in host:
+        # Percent-encoded hosts are decoded before IDNA processing (URL Standard, host parser).
+        host = unquote(host)
+    lowered = host.lower()
+    if lowered.isascii():
+        ipv4 = _ipv4_from_host(lowered)
+        if ipv4 is not None:
+            return ipv4
+        if not _HOST_ASCII.match(lowered) or ".." in lowered.strip("."):
+            raise InvalidURLError(f"invalid host {host!r}")
+        if "xn--" not in lowered:
+            return lowered
+    try:
+        encoded = idna.encode(lowered, uts46=True, transitional=False).decode("ascii")
+    except (idna.IDNAError, UnicodeError) as exc:
+        raise InvalidURLError(f"invalid host {host!r}: {exc}") from exc
+    ipv4 = _ipv4_from_host(encoded)
+    return ipv4 if ipv4 is not None else encoded
+
+
+def _remove_dot_segments(path: str) -> str:
+    """RFC 3986 section 5.2.4 (also what the URL Standard's path parser does)."""
+    if "." not in path:
+        return path
+    segments = path.split("/")
+    out: list[str] = []
+    for i, seg in enumerate(segments):
+        low = seg.lower()
+        if low in (".", "%2e"):
+            if i == len(segments) - 1:
+                out.append("")
+            continue
+        if low in ("..", ".%2e", "%2e.", "%2e%2e"):
+            if len(out) > 1:
+                out.pop()
+            if i == len(segments) - 1:
+                out.append("")
+            continue
+        out.append(seg)
+    result = "/".join(out)
+    return result if result.startswith("/") else "/" + result
+
+
+def _clean(text: str) -> str:
+    text = text.strip(_STRIP)
+    if "\t" in text or "\n" in text or "\r" in text:
+        text = _TAB_NEWLINE.sub("", text)
+    return text
+
+
+def normalize_url(url: str) -> str:
+    """The canonical absolute http(s) URL for ``url``. Raises :class:`InvalidURLError`."""
+    url = _clean(url)
+    try:
+        parts = urlsplit(url.replace("\\", "/") if "\\" in url else url)
+    except ValueError as exc:
+        raise InvalidURLError(str(exc)) from exc
+    scheme = parts.scheme.lower()
+    if scheme not in SCHEMES:
+        raise InvalidURLError(f"scheme {scheme or '(none)'!r} is not http or https")
+    netloc = parts.netloc
+    if "@" in netloc:
+        netloc = netloc.rsplit("@", 1)[1]
+    host, port = _split_host_port(netloc)
+    host = normalize_host(host)
+    authority = host if port is None or port == DEFAULT_PORTS[scheme] else f"{host}:{port}"
+    path = _remove_dot_segments(_quote(parts.path)) if parts.path else "/"
+    if not path.startswith("/"):
+        path = "/" + path
+    result = f"{scheme}://{authority}{path}"
+    if parts.query or "?" in url.split("#", 1)[0]:
+        result += "?" + _quote(parts.query)
+    return result
+
+
+def _split_host_port(netloc: str) -> tuple[str, int | None]:
+    if netloc.startswith("["):
+        end = netloc.find("]")
+        if end < 0:
+            raise InvalidURLError(f"invalid IPv6 authority {netloc!r}")
+        host, rest = netloc[: end + 1], netloc[end + 1 :]
+        if rest and not rest.startswith(":"):
+            raise InvalidURLError(f"invalid authority {netloc!r}")
+        port_text = rest[1:]
+    else:
+        host, _, port_text = netloc.partition(":")
+    if not port_text:
+        return host, None
+    if not port_text.isdigit() or int(port_text) > 65535:
+        raise InvalidURLError(f"invalid port {port_text!r}")
+    return host, int(port_text)
+
+
+def resolve(base: str, ref: str) -> str | None:
+    """Resolve a link found on ``base`` and normalise it; None if it is not a fetchable URL.
+
+    ``javascript:``, ``mailto:``, ``data:``, ``tel:`` and every other non-http(s) scheme give
+    None, as do links that cannot be parsed. The fragment is dropped.
+    """
+    ref = _clean(ref)
+    if not ref or ref.startswith("#"):
+        ref = ""
+    if "\\" in ref:
+        ref = ref.replace("\\", "/")
+    head = ref[:12].lower()
+    if ":" in head and not head.startswith(("http:", "https:")):
+        scheme = head.split(":", 1)[0]
+        if scheme.isalnum() or re.fullmatch(r"[a-z][a-z0-9+.\-]*", scheme):
+            return None
+    try:
+        joined = urljoin(base, ref) if ref else base
+        return normalize_url(joined.split("#", 1)[0])
+    except (InvalidURLError, ValueError):
+        return None
+
+
+def host_port(url: str) -> str:
+    """The authority a politeness slot is keyed by: ``host`` or ``host:port`` (normalised URLs)."""
+    rest = url.split("://", 1)[1]
+    end = len(rest)
+    for sep in "/?#":
+        i = rest.find(sep)
+        if 0 <= i < end:
+            end = i
+    return rest[:end]
+
+
+def hostname(url: str) -> str:
+    """The host of a normalised URL, without port or IPv6 brackets."""
+    authority = host_port(url)
+    if authority.startswith("["):
+        return authority[1 : authority.index("]")]
+    return authority.rsplit(":", 1)[0] if ":" in authority else authority
+
+
+def scheme_host_port(url: str) -> tuple[str, str, int]:
+    """Scheme, host (no brackets) and port of a normalised URL."""
+    scheme = url.split("://", 1)[0]
+    authority = host_port(url)
+    if authority.startswith("["):
+        end = authority.index("]")
+        host, rest = authority[1:end], authority[end + 1 :]
+        port = int(rest[1:]) if rest.startswith(":") else DEFAULT_PORTS[scheme]
+        return scheme, host, port
+    host, _, port_text = authority.partition(":")
+    return scheme, host, int(port_text) if port_text else DEFAULT_PORTS[scheme]
+
+
+def origin(url: str) -> str:
+    """``scheme://authority`` of a normalised URL."""
+    return url.split("://", 1)[0] + "://" + host_port(url)
+
+
+def request_target(url: str) -> str:
+    """Path and query of a normalised URL: the request-target of an origin-form request."""
+    rest = url.split("://", 1)[1]
+    i = rest.find("/")
+    return rest[i:] if i >= 0 else "/"
