@@ -1,3 +1,17 @@
-"""archiver: an archiving web crawler that writes byte-exact WARC/1.1, CDXJ and WACZ."""
+"""archiver: an archiving web crawler that writes byte-exact WARC/1.1, CDXJ and WACZ.
+
+Python API::
+
+    import asyncio
+    from archiver import Settings, crawl
+
+    result = asyncio.run(crawl(Settings(seeds=("https://example.org/",), output=Path("out"))))
+    print(result.status, result.warc_files, result.index, result.summary["captures"])
+"""
 
 __version__ = "0.1.0"
+
+from archiver.crawler import CrawlResult, crawl  # noqa: E402
+from archiver.settings import Settings, load_settings  # noqa: E402
+
+__all__ = ["CrawlResult", "Settings", "__version__", "crawl", "load_settings"]

@@ -135,6 +135,8 @@ class WireRecorder:
         method: str = "GET",
         max_body: int | None = None,
         max_header_bytes: int = 256 * 1024,
+        max_header_line: int = 32 * 1024,
+        max_headers: int = 256,
         keep_body: int = 0,
         spool_memory: int = DEFAULT_MEMORY_LIMIT,
         spool_dir: str | None = None,
@@ -146,6 +148,8 @@ class WireRecorder:
             method=method,
             on_body=self._on_payload,
             max_header_bytes=max_header_bytes,
+            max_header_line=max_header_line,
+            max_headers=max_headers,
             body_limit=max_body,
         )
         self._block = digest.new_hasher(algorithm)

@@ -184,6 +184,33 @@ class Crawler:
     def stopping(self) -> bool:
         return self._stopping
 
+    def snapshot(self) -> dict[str, Any]:
+        """A cheap, JSON-ready view of the crawl for live progress and periodic stats lines."""
+        stats = self.stats
+        frontier = self.frontier.statistics() if self.frontier is not None else None
+        writer = self.writer.stats if self.writer is not None else None
+        elapsed = max(stats.elapsed, 1e-9)
+        return {
+            "elapsed": round(stats.elapsed, 1),
+            "captures": stats.captures,
+            "pages": stats.pages,
+            "revisits": stats.revisits,
+            "pages_per_second": round(stats.pages / elapsed, 2),
+            "captures_per_second": round(stats.captures / elapsed, 2),
+            "queued": frontier.queued if frontier else 0,
+            "in_flight": self._busy,
+            "done": frontier.done if frontier else 0,
+            "seen": frontier.seen if frontier else 0,
+            "bytes_received": stats.bytes_received,
+            "bytes_written": writer.bytes if writer else 0,
+            "warc_file": writer.current_file if writer else None,
+            "failures": dict(stats.failures),
+            "skips": dict(stats.skips),
+            "by_status_class": dict(stats.by_status),
+            "top_hosts": stats.by_host.most_common(5),
+            "stopping": self._stopping,
+        }
+
     # -- set-up -----------------------------------------------------------------------------
 
     def _seed_list(self) -> tuple[str, ...]:

@@ -213,6 +213,8 @@ class Fetcher:
             algorithm=cfg.algorithm,
             max_body=cfg.max_body,
             max_header_bytes=cfg.max_header_bytes,
+            max_header_line=cfg.max_header_line,
+            max_headers=cfg.max_headers,
             keep_body=cfg.keep_body,
             spool_memory=cfg.spool_memory,
             spool_dir=cfg.spool_dir,
@@ -297,8 +299,8 @@ class Fetcher:
     ) -> FetchError:
         framer = recorder.framer
         detail = framer.error or (str(exc) if exc is not None else "no response")
-        if framer.error and "header block larger" in framer.error:
-            return HeadersTooLargeError(framer.error)
+        if framer.headers_too_large:
+            return HeadersTooLargeError(f"response headers over the limits: {framer.error}")
         if exc is not None and ("too long" in str(exc).lower() or "too many" in str(exc).lower()):
             return HeadersTooLargeError(f"response headers over the limits: {exc}")
         if framer.state is State.ERROR and framer.error and "HTTP/0.9" in framer.error:

@@ -17,6 +17,8 @@ import re
 from collections.abc import Callable
 
 DEFAULT_MAX_HEADER_BYTES = 256 * 1024
+DEFAULT_MAX_HEADER_LINE = 32 * 1024
+DEFAULT_MAX_HEADERS = 256
 MAX_CHUNK_LINE = 4096
 _HEADER_END = re.compile(rb"\r?\n\r?\n")
 _STATUS_LINE = re.compile(rb"HTTP/(\d)\.(\d)[ \t]+(\d{3})(?:[ \t]([^\r\n]*))?\r?\Z")
@@ -41,6 +43,10 @@ class Framing(enum.StrEnum):
 
 class FramingError(ValueError):
     """The bytes are not a well-formed HTTP/1.x response."""
+
+
+class HeadersTooLarge(FramingError):  # noqa: N818 - a FramingError, named for what it is
+    """The header block breaks the size, line-length or count limit."""
 
 
 def split_header_block(block: bytes) -> tuple[bytes, list[tuple[bytes, bytes]]]:
@@ -149,8 +155,14 @@ class ResponseFramer:
         method: str = "GET",
         on_body: BodyCallback | None = None,
         max_header_bytes: int = DEFAULT_MAX_HEADER_BYTES,
+        max_header_line: int = DEFAULT_MAX_HEADER_LINE,
+        max_headers: int = DEFAULT_MAX_HEADERS,
         body_limit: int | None = None,
     ) -> None:
+        self.max_header_line = max_header_line
+        self.max_headers = max_headers
+        #: the response failed because its header block broke a limit
+        self.headers_too_large = False
         self.method = method.upper()
         #: stop consuming once this many raw body bytes were taken (``limit_reached`` is then set)
         self.body_limit = body_limit
@@ -234,6 +246,10 @@ class ResponseFramer:
         self.state = State.ERROR
         self.error = message
 
+    def _too_large(self, message: str) -> None:
+        self.headers_too_large = True
+        self._fail(message)
+
     def _feed_headers(self, view: memoryview) -> int:
         before = len(self._head)
         search_from = max(self._head_start, before - 3)
@@ -245,11 +261,11 @@ class ResponseFramer:
         match = _HEADER_END.search(self._head, search_from)
         if match is None:
             if len(self._head) > self.max_header_bytes:
-                self._fail(f"header block larger than {self.max_header_bytes} bytes")
+                self._too_large(f"header block larger than {self.max_header_bytes} bytes")
             return len(view)
         end = match.end()
         if end > self.max_header_bytes:
-            self._fail(f"header block larger than {self.max_header_bytes} bytes")
+            self._too_large(f"header block larger than {self.max_header_bytes} bytes")
             return len(view)
         # Bytes after the header block are fed again by the caller's loop: drop them here.
         del self._head[end:]
@@ -258,6 +274,9 @@ class ResponseFramer:
         self.header_length = end
         try:
             self._start_message(block)
+        except HeadersTooLarge as exc:
+            self._too_large(str(exc))
+            return used
         except FramingError as exc:
             self._fail(str(exc))
             return used
@@ -268,6 +287,12 @@ class ResponseFramer:
         return used
 
     def _start_message(self, block: bytes) -> None:
+        lines = re.split(rb"\r?\n", block)
+        longest = max(len(line) for line in lines)
+        if longest > self.max_header_line:
+            raise HeadersTooLarge(f"header line of {longest} bytes (limit {self.max_header_line})")
+        if len(lines) - 1 > self.max_headers:
+            raise HeadersTooLarge(f"{len(lines) - 1} header lines (limit {self.max_headers})")
         start, headers = split_header_block(block)
         match = _STATUS_LINE.match(start + b"\r")
         if match is None:
