@@ -56,7 +56,8 @@ def build_site(site: SiteServer, other: SiteServer) -> set[str]:
     site.add_page("/meet", "<html><body>two chains meet here</body></html>")
     site.add_file(
         "/css/site.css",
-        b"@import 'more.css'; body { background: url(../img/bg.png) } h1 { background: url('/img/h1.png') }",
+        b"@import 'more.css'; body { background: url(../img/bg.png) }"
+        b" h1 { background: url('/img/h1.png') }",
         "text/css",
     )
     site.add_file("/css/more.css", b".x { background: url(x.png) }", "text/css")
@@ -233,7 +234,7 @@ async def test_index_equals_cdxj_indexer(
 async def test_pywb_replays_every_capture_byte_identical(
     crawled: tuple[Path, SiteServer, SiteServer, set[str]], tmp_path: Path
 ) -> None:
-    out, site, other, expected = crawled
+    out, _, _, expected = crawled
     warcs = sorted((out / "warcs").glob("*.warc.gz"))
     lines = (out / "index.cdxj").read_text().splitlines()
     with PywbReplay(

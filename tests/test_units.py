@@ -1,0 +1,196 @@
+"""Small pure pieces: URL normalisation, HTTP framing, digests, index lines, settings."""
+
+from __future__ import annotations
+
+import json
+import re
+import tomllib
+from pathlib import Path
+
+import pytest
+import surt
+
+from archiver import digest, index
+from archiver.errors import SettingsError
+from archiver.httpframe import ResponseFramer, State, dechunk
+from archiver.models import WrittenRecord
+from archiver.netguard import AddressPolicy, classify
+from archiver.settings import default_config_text, load_settings, parse_duration, parse_size
+from archiver.urls import normalize_url, resolve
+
+
+@pytest.mark.parametrize(
+    ("raw", "expected"),
+    [
+        ("HTTP://Example.COM:80/a/../b/./c?x=1#frag", "http://example.com/b/c?x=1"),
+        ("http://faß.de/café?q=é", "http://xn--fa-hia.de/caf%C3%A9?q=%C3%A9"),
+        ("http://2130706433/", "http://127.0.0.1/"),
+        ("http://0x7f.1:8080/x", "http://127.0.0.1:8080/x"),
+        ("http://017700000001/", "http://127.0.0.1/"),
+        ("http://[0:0:0:0:0:0:0:1]:80/", "http://[::1]/"),
+        ("https://a.b/%7e/%zz/100%", "https://a.b/%7e/%25zz/100%25"),
+        ("http://a.b/p|q^r", "http://a.b/p%7Cq%5Er"),
+        (" http://a.b/x\r\ny ", "http://a.b/xy"),
+        ("http://user:pw@host.x/", "http://host.x/"),
+        ("http://a.b", "http://a.b/"),
+        ("https://a.b:443/x", "https://a.b/x"),
+    ],
+)
+def test_normalize_url(raw: str, expected: str) -> None:
+    assert normalize_url(raw) == expected
+
+
+@pytest.mark.parametrize(
+    ("ref", "expected"),
+    [
+        ("../img/x.png#f", "http://a.b/img/x.png"),
+        ("javascript:void(0)", None),
+        ("mailto:x@y", None),
+        ("data:image/png;base64,xx", None),
+        ("//other.c/x y", "http://other.c/x%20y"),
+        ("?q=1", "http://a.b/dir/page.html?q=1"),
+        ("#top", "http://a.b/dir/page.html"),
+        ("\\\\other.c\\path", "http://other.c/path"),
+        ("%0D%0AWARC-Type:%20x", "http://a.b/dir/%0D%0AWARC-Type:%20x"),
+    ],
+)
+def test_resolve(ref: str, expected: str | None) -> None:
+    assert resolve("http://a.b/dir/page.html", ref) == expected
+
+
+def test_normalised_urls_have_no_control_characters() -> None:
+    for ref in ("/a\x00b", "/a\x7fb", "/a\tb\nc", "/ü\x01"):
+        url = resolve("http://a.b/", ref)
+        assert (
+            url is not None and url.isascii() and not any(ord(c) < 33 or ord(c) == 127 for c in url)
+        )
+
+
+def test_framer_splits_exact_boundaries_any_chunking() -> None:
+    wire = b"HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n3;x=y\r\nabc\r\n0\r\nT: 1\r\n\r\n"
+    for step in range(1, len(wire) + 1):
+        payload: list[bytes] = []
+        framer = ResponseFramer(on_body=lambda m, sink=payload: sink.append(bytes(m)))
+        used = 0
+        data = wire + b"NEXT"
+        for i in range(0, len(data), step):
+            used += framer.feed(data[i : i + step])
+        assert framer.state is State.DONE and used == len(wire)
+        assert b"".join(payload) == b"abc"
+
+
+def test_framer_interim_and_no_body_statuses() -> None:
+    framer = ResponseFramer()
+    framer.feed(
+        b"HTTP/1.1 103 Early Hints\r\nLink: </a>\r\n\r\n"
+        b"HTTP/1.1 304 Not Modified\r\nETag: x\r\n\r\n"
+    )
+    assert framer.state is State.DONE and framer.status == 304
+    head = ResponseFramer(method="HEAD")
+    head.feed(b"HTTP/1.1 200 OK\r\nContent-Length: 100\r\n\r\n")
+    assert head.state is State.DONE
+
+
+def test_dechunk_errors() -> None:
+    assert dechunk(b"3\r\nabc\r\n0\r\n\r\n") == (b"abc", None)
+    assert dechunk(b"3\r\nab")[1] is not None
+    assert dechunk(b"ZZ\r\n")[1] is not None
+
+
+def test_digest_labels_and_parsing() -> None:
+    value = digest.digest_bytes("sha1", b"hello")
+    assert value == "sha1:VL2MMHO4YXUKFWV63YHTWSBM3GXKSQ2N"
+    sha256 = digest.digest_bytes("sha256", b"hello")
+    assert sha256 == "sha256:2cf24dba5fb0a30e26e83b2ac5b9e29e1b161e5c1fa7425e73043362938b9824"
+    assert digest.parse_label(value)[0] == "sha1"
+    assert digest.parse_label(sha256)[1].hex() == sha256.split(":")[1]
+
+
+def test_cdxj_line_matches_cdxj_indexer_conventions() -> None:
+    record = WrittenRecord(
+        record_type="response",
+        record_id="<urn:uuid:x>",
+        target_uri="http://www.Example.org/B?b=2&a=1",
+        date="2026-11-22T10:00:00.123456Z",
+        filename="f.warc.gz",
+        offset=10,
+        length=20,
+        status=200,
+        mime=None,
+        payload_digest="sha1:ABC",
+    )
+    line = index.cdxj_line(record)
+    key, ts, data = line.split(" ", 2)
+    assert key == surt.surt("http://www.Example.org/B?b=2&a=1")
+    assert ts == "20261122100000"
+    assert list(json.loads(data)) == ["url", "status", "digest", "length", "offset", "filename"]
+    assert index.cdx11_line(line).split(" ") == [
+        key,
+        ts,
+        "http://www.Example.org/B?b=2&a=1",
+        "-",
+        "200",
+        "ABC",
+        "-",
+        "-",
+        "20",
+        "10",
+        "f.warc.gz",
+    ]
+
+
+def test_external_sort_is_byte_order() -> None:
+    lines = [f"k{i % 97:03d},é {i}" for i in range(2000)] + ["a", "Z", "é", "~"]
+    assert list(index.sorted_lines(lines, chunk=37)) == sorted(lines, key=str.encode)
+
+
+def test_address_policy() -> None:
+    for ip in (
+        "127.0.0.1",
+        "10.1.2.3",
+        "172.16.0.1",
+        "192.168.1.1",
+        "100.64.0.1",
+        "169.254.169.254",
+        "0.0.0.0",
+        "224.0.0.1",
+        "::1",
+        "fc00::1",
+        "fe80::1",
+        "::ffff:127.0.0.1",
+        "64:ff9b::a00:1",
+    ):
+        assert classify(ip) is not None, ip
+    assert classify("93.184.216.34") is None
+    policy = AddressPolicy(allowed=[("127.0.0.1", 8000)])
+    assert policy.check("127.0.0.1", 8000) is None
+    assert policy.check("127.0.0.1", 8001) is not None
+    assert AddressPolicy(allow_private=True).check("10.0.0.1", 80) is None
+
+
+def test_settings_parsing_and_errors(tmp_path: Path) -> None:
+    assert (
+        parse_size("1GB") == 10**9 and parse_size("512KiB") == 512 * 1024 and parse_size(0) is None
+    )
+    assert parse_duration("500ms") == 0.5 and parse_duration("2h") == 7200
+    config = tmp_path / "c.toml"
+    config.write_text('[crawl]\nworkers = 4\n[politeness]\nper_host_delay = "2s"\n')
+    settings = load_settings(config, {"workers": "8"})
+    assert settings.workers == 8 and settings.per_host_delay == 2.0
+    config.write_text("[crawl]\nworker = 4\n")
+    with pytest.raises(SettingsError, match=r"unknown setting \[crawl\] worker"):
+        load_settings(config)
+    with pytest.raises(SettingsError, match="--robots: must be one of obey, ignore"):
+        load_settings(None, {"robots": "sometimes"})
+
+
+def test_default_config_is_valid_toml_with_every_setting() -> None:
+    text = default_config_text()
+    setting_line = re.compile(r"^# [a-z_]+ = ")
+    uncommented = "\n".join(
+        line[2:] if setting_line.match(line) else line
+        for line in text.splitlines()
+        if not line.startswith("#") or setting_line.match(line)
+    )
+    data = tomllib.loads(uncommented)
+    assert sum(len(table) for table in data.values()) >= 50
