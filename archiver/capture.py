@@ -339,9 +339,9 @@ class RecordingResponseHandler(ResponseHandler):
         self._refeeding = 0
 
     def connection_made(self, transport: asyncio.BaseTransport) -> None:
-        assert isinstance(transport, asyncio.Transport)
-        self.raw_transport = transport
-        super().connection_made(_TappingTransport(transport, self))  # type: ignore[arg-type]
+        # uvloop's transports are not asyncio.Transport subclasses: duck typing only.
+        self.raw_transport = cast(asyncio.Transport, transport)
+        super().connection_made(_TappingTransport(self.raw_transport, self))  # type: ignore[arg-type]
 
     def data_received(self, data: bytes) -> None:
         # aiohttp re-feeds bytes it buffered earlier through data_received (from _drain_tail and

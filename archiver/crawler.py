@@ -243,7 +243,7 @@ class Crawler:
             max_path_segments=s.max_path_segments,
             max_segment_repeats=s.max_segment_repeats,
             max_query_key_repeats=s.max_query_key_repeats,
-            max_urls_per_pattern=s.max_urls_per_pattern,
+            max_pattern_depth=s.max_pattern_depth,
             max_urls_per_host=s.max_urls_per_host,
         )
 

@@ -106,7 +106,9 @@ class ChunkedDecoder:
                     self._state = "data_end"
                 continue
             # line-oriented states
-            nl = bytes(data[pos:end]).find(b"\n")
+            # Look for the line end only within the longest line allowed: copying the whole
+            # rest of the input for every tiny chunk would make hostile input quadratic.
+            nl = bytes(data[pos : min(end, pos + MAX_CHUNK_LINE + 1)]).find(b"\n")
             if nl < 0:
                 self._line += data[pos:end]
                 pos = end

@@ -10,9 +10,10 @@ Order of decisions (the first that applies wins), each skip with a :class:`SkipR
 3. trap shapes -> ``trap``: too many path segments; a segment or run of segments repeated more
    than ``max_segment_repeats`` times (``/a/b/a/b/a/b``, as Heritrix's PathologicalPath and
    Zeno's path-loop rules); a query key repeated too often; and the endless-calendar shape:
-   URLs that differ only in their numbers (``/cal?month=N``) discovered *from one another* more
-   than ``max_urls_per_pattern`` times (a product catalogue linked from a listing page does not
-   trip it; pages that only link to their own next number do);
+   URLs that differ only in their numbers (``/cal?month=N``) found at link depths spread over
+   more than ``max_pattern_depth`` hops: an endless calendar keeps getting deeper one month per
+   hop, while a catalogue of numbered pages, however large, sits within a few hops of its
+   listing pages;
 4. seeds, ``include`` matches, and redirect targets of seeds (the seed moved: its new host joins
    the scope, as Heritrix's seedsRedirectNewSeeds) are in scope;
 5. page requisites (hop ``E``) of in-scope pages are in scope on any host when
@@ -53,7 +54,7 @@ class ScopeRules:
     max_path_segments: int = 32
     max_segment_repeats: int = 3
     max_query_key_repeats: int = 3
-    max_urls_per_pattern: int | None = 1000
+    max_pattern_depth: int | None = 100
     max_urls_per_host: int | None = None
 
 
@@ -88,7 +89,8 @@ def _scheme_free(url: str) -> str:
 
 @dataclass(slots=True)
 class _Counters:
-    patterns: Counter[str] = field(default_factory=Counter)
+    #: numeric pattern -> (shallowest, deepest) link depth seen
+    patterns: dict[str, tuple[int, int]] = field(default_factory=dict)
     hosts: Counter[str] = field(default_factory=Counter)
 
 
@@ -149,13 +151,13 @@ class Scope:
         """Count a URL that was actually queued (new to the frontier) against budgets."""
         if self.rules.max_urls_per_host is not None:
             self._counters.hosts[host_port(item.url)] += 1
-        limit = self.rules.max_urls_per_pattern
-        if limit is not None and item.via is not None:
+        if self.rules.max_pattern_depth is not None and not item.is_requisite:
             pattern = url_pattern(item.url)
-            if pattern == url_pattern(item.via) and pattern != item.url:
-                counter = self._counters.patterns
-                if len(counter) < MAX_TRACKED_PATTERNS or pattern in counter:
-                    counter[pattern] += 1
+            if pattern != item.url:
+                patterns = self._counters.patterns
+                low, high = patterns.get(pattern, (item.depth, item.depth))
+                if len(patterns) < MAX_TRACKED_PATTERNS or pattern in patterns:
+                    patterns[pattern] = (min(low, item.depth), max(high, item.depth))
         if item.hops and set(item.hops) == {Hop.REDIRECT}:
             self.add_seed_host(item.url)  # a seed that redirected: its new home is in scope
 
@@ -206,11 +208,12 @@ class Scope:
             key, count = keys.most_common(1)[0] if keys else ("", 0)
             if count > rules.max_query_key_repeats:
                 return self._trip("repeated-query-key", f"query key {key!r} repeated", url)
-        limit = rules.max_urls_per_pattern
-        if limit is not None and item.via is not None:
+        limit = rules.max_pattern_depth
+        if limit is not None and not item.is_requisite:
             pattern = url_pattern(url)
-            if pattern != url and self._counters.patterns.get(pattern, 0) >= limit:
-                return self._trip("numbered-url-chain", pattern, url)
+            seen = self._counters.patterns.get(pattern) if pattern != url else None
+            if seen is not None and item.depth - seen[0] > limit:
+                return self._trip("endless-numbered-urls", pattern, url)
         return None
 
     def _trip(self, kind: str, pattern: str, url: str) -> str:

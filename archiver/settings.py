@@ -441,11 +441,12 @@ class Settings:
         p_int(1),
         metavar="N",
     )
-    max_urls_per_pattern: int | None = setting(
-        1000,
+    max_pattern_depth: int | None = setting(
+        100,
         "scope",
-        "URLs that differ only in their numbers share a pattern (/cal?month=N); more than "
-        "this many per pattern is an endless-calendar trap. 0 = no limit.",
+        "URLs that differ only in their numbers share a pattern (/cal?month=N); when one "
+        "pattern keeps appearing deeper than this many link hops below its first occurrence, "
+        "it is an endless-calendar trap. 0 = no limit.",
         p_optional_int(1),
         metavar="N",
     )

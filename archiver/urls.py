@@ -28,7 +28,7 @@ from __future__ import annotations
 import ipaddress
 import re
 from functools import lru_cache
-from urllib.parse import unquote, urljoin, urlsplit
+from urllib.parse import unquote, urlsplit
 
 import idna
 
@@ -142,8 +142,8 @@ def normalize_host(host: str) -> str:
 
 
 def _remove_dot_segments(path: str) -> str:
-    """RFC 3986 section 5.2.4 (also what the URL Standard's path parser does)."""
-    if "." not in path:
+    """RFC 3986 section 5.2.4 (also what the URL Standard's path parser does, ``%2e`` included)."""
+    if "." not in path and "%2" not in path.lower():
         return path
     segments = path.split("/")
     out: list[str] = []
@@ -214,25 +214,128 @@ def _split_host_port(netloc: str) -> tuple[str, int | None]:
     return host, int(port_text)
 
 
+# A reference made only of characters that need no escaping and no special handling.
+_SIMPLE_REF = re.compile(r"[A-Za-z0-9\-._~!$&'()*+,;=:@/?#]*\Z")
+# An absolute URL already in normal form: lowercase simple host, no userinfo, no default port.
+_NORMAL_ABSOLUTE = re.compile(
+    r"(https?)://([a-z0-9\-]+(?:\.[a-z0-9\-]+)*)(:[1-9][0-9]{0,4})?(/[A-Za-z0-9\-._~!$&'()*+,;=:@/]*)"
+    r"(\?[A-Za-z0-9\-._~!$&'()*+,;=:@/?]*)?\Z"
+)
+
+
+def _fast_normal(url: str) -> str | None:
+    """``url`` itself when it is already normal (the common case), else None."""
+    match = _NORMAL_ABSOLUTE.match(url)
+    if match is None:
+        return None
+    scheme, host, port, path = match.group(1), match.group(2), match.group(3), match.group(4)
+    if port is not None and int(port[1:]) in (DEFAULT_PORTS[scheme], 0):
+        return None
+    if "xn--" in host or host[-1:].isdigit() or "/." in path or "%" in path:
+        return None  # IDNA, possible IPv4 forms and dot segments take the full path
+    return url
+
+
 def resolve(base: str, ref: str) -> str | None:
-    """Resolve a link found on ``base`` and normalise it; None if it is not a fetchable URL.
+    """Resolve a link found on ``base`` (a normalised URL) and normalise it; None if it is not
+    a fetchable URL.
 
     ``javascript:``, ``mailto:``, ``data:``, ``tel:`` and every other non-http(s) scheme give
-    None, as do links that cannot be parsed. The fragment is dropped.
+    None, as do links that cannot be parsed. The fragment is dropped. Plain ASCII references
+    (nearly all links) take a fast path that gives the same result as the general one.
     """
+    if _SIMPLE_REF.match(ref) and ref[:2] != "//":
+        fast = _resolve_simple(base, ref)
+        if fast is not None:
+            return fast
+    return _resolve_general(base, ref)
+
+
+def _resolve_simple(base: str, ref: str) -> str | None:
+    """Relative references without escapes, spaces or non-ASCII: string operations only."""
+    ref = ref.split("#", 1)[0]
+    if ref.startswith(("http://", "https://")):
+        return _fast_normal(ref)
+    if ":" in ref.split("/", 1)[0].split("?", 1)[0]:
+        return None  # a scheme (mailto:, javascript:) or an odd first segment: general path
+    scheme_end = base.index("://") + 3
+    path_start = base.find("/", scheme_end)
+    origin_part = base[:path_start] if path_start >= 0 else base
+    base_path_query = base[path_start:] if path_start >= 0 else "/"
+    base_path = base_path_query.split("?", 1)[0]
+    if ref == "":
+        return base
+    if ref.startswith("?"):
+        path = base_path + ref
+    elif ref.startswith("/"):
+        path = ref
+    else:
+        path = base_path[: base_path.rfind("/") + 1] + ref
+    path_only, sep, query = path.partition("?")
+    path_only = _remove_dot_segments(path_only) if "." in path_only else path_only
+    return origin_part + path_only + sep + query
+
+
+_SCHEME = re.compile(r"[A-Za-z][A-Za-z0-9+.\-]*\Z")
+# RFC 3986 appendix B: the five components of any URI reference.
+_URI_REF = re.compile(r"(?:([^:/?#]+):)?(?://([^/?#]*))?([^?#]*)(?:\?([^#]*))?(?:#(.*))?\Z", re.S)
+
+
+def _join(base: str, ref: str) -> str:
+    """RFC 3986 section 5.2.2 reference resolution, with the URL Standard's rules for special
+    schemes: ``http:foo`` on an http page is relative, ``///x`` means host ``x``. (urllib's
+    ``urljoin`` follows RFC 1808 and drops ``;params`` and empty queries.)"""
+    b = _URI_REF.match(base)
+    r = _URI_REF.match(ref)
+    assert b is not None and r is not None  # the pattern matches every string
+    b_scheme, b_auth, b_path, b_query = b.group(1), b.group(2), b.group(3), b.group(4)
+    r_scheme, r_auth, r_path, r_query = r.group(1), r.group(2), r.group(3), r.group(4)
+    if r_scheme is not None and not _SCHEME.match(r_scheme):
+        # Not a scheme (URL Standard, scheme state): the whole thing is a relative path.
+        r = _URI_REF.match("./" + ref)
+        assert r is not None
+        r_scheme, r_auth, r_path, r_query = None, None, r.group(3), r.group(4)
+    if r_scheme is not None and r_scheme.lower() in SCHEMES and r_auth is None:
+        if r_scheme.lower() == (b_scheme or "").lower():
+            r_scheme = None  # "http:foo" on an http page: a relative reference
+        else:
+            rest = ref.split(":", 1)[1].lstrip("/")
+            return f"{r_scheme}://{rest}"
+    if r_auth is None and r_path.startswith("//"):
+        stripped = r_path.lstrip("/")
+        r_auth, _, tail = stripped.partition("/")
+        r_path = "/" + tail if tail or r_path.endswith("/") else ""
+    if r_scheme is not None:
+        scheme, auth, path, query = r_scheme, r_auth, _remove_dot_segments(r_path), r_query
+    elif r_auth is not None:
+        scheme, auth, path, query = b_scheme, r_auth, _remove_dot_segments(r_path), r_query
+    elif r_path == "":
+        scheme, auth, path = b_scheme, b_auth, b_path
+        query = r_query if r_query is not None else b_query
+    else:
+        if r_path.startswith("/"):
+            path = _remove_dot_segments(r_path)
+        else:
+            merged = (b_path or "/")[: (b_path or "/").rfind("/") + 1] + r_path
+            path = _remove_dot_segments(merged)
+        scheme, auth, query = b_scheme, b_auth, r_query
+    result = f"{scheme}://{auth or ''}{path or '/'}"
+    if query is not None:
+        result += "?" + query
+    return result
+
+
+def _resolve_general(base: str, ref: str) -> str | None:
     ref = _clean(ref)
-    if not ref or ref.startswith("#"):
-        ref = ""
     if "\\" in ref:
         ref = ref.replace("\\", "/")
     head = ref[:12].lower()
     if ":" in head and not head.startswith(("http:", "https:")):
         scheme = head.split(":", 1)[0]
-        if scheme.isalnum() or re.fullmatch(r"[a-z][a-z0-9+.\-]*", scheme):
+        if re.fullmatch(r"[a-z][a-z0-9+.\-]*", scheme):
             return None
     try:
-        joined = urljoin(base, ref) if ref else base
-        return normalize_url(joined.split("#", 1)[0])
+        return normalize_url(_join(base, ref.split("#", 1)[0]))
     except (InvalidURLError, ValueError):
         return None
 

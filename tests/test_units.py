@@ -9,6 +9,8 @@ from pathlib import Path
 
 import pytest
 import surt
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from archiver import digest, index
 from archiver.errors import SettingsError
@@ -16,7 +18,7 @@ from archiver.httpframe import ResponseFramer, State, dechunk
 from archiver.models import WrittenRecord
 from archiver.netguard import AddressPolicy, classify
 from archiver.settings import default_config_text, load_settings, parse_duration, parse_size
-from archiver.urls import normalize_url, resolve
+from archiver.urls import _SIMPLE_REF, _resolve_general, _resolve_simple, normalize_url, resolve
 
 
 @pytest.mark.parametrize(
@@ -194,3 +196,31 @@ def test_default_config_is_valid_toml_with_every_setting() -> None:
     )
     data = tomllib.loads(uncommented)
     assert sum(len(table) for table in data.values()) >= 50
+
+
+@given(
+    ref=st.text(alphabet="ab./?#=&-_~:%@!$'()*+,;", max_size=24),
+    base=st.sampled_from(
+        ["http://a.b/", "http://a.b/dir/page.html", "https://a.b:8443/x/y/?q=1", "http://a.b/d/"]
+    ),
+)
+@settings(max_examples=3000, deadline=None)
+def test_resolve_fast_path_equals_general_path(ref: str, base: str) -> None:
+    fast = _resolve_simple(base, ref) if _SIMPLE_REF.match(ref) and ref[:2] != "//" else None
+    if fast is not None:
+        assert fast == _resolve_general(base, ref), (base, ref)
+
+
+@pytest.mark.parametrize(
+    ("base", "ref", "expected"),
+    [
+        ("https://example.com/", "/a/%2e%2e/b", "https://example.com/b"),
+        ("https://example.com/list?page=2", "?", "https://example.com/list?"),
+        ("https://example.com/", "/a?", "https://example.com/a?"),
+        ("http://a.b/x/", "http://A.B:80/y", "http://a.b/y"),
+        ("http://a.b/x/", "http://a.b/y#z", "http://a.b/y"),
+        ("http://a.b/x/", "https://127.1/", "https://127.0.0.1/"),
+    ],
+)
+def test_resolve_edge_cases(base: str, ref: str, expected: str) -> None:
+    assert resolve(base, ref) == expected
