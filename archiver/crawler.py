@@ -90,6 +90,7 @@ TRANSIENT = {
 }
 RETRY_BASE_SECONDS = 2.0
 DISK_CHECK_SECONDS = 2.0
+RECENT_LIMIT = 200_000
 HTML_TYPES = ("text/html", "application/xhtml+xml")
 
 
@@ -160,6 +161,9 @@ class Crawler:
         self._final: tuple[str, str | None] | None = None
         self._busy = 0
         self._pages_reserved = 0
+        #: URLs recently queued, and (URL, hop) recently rejected by scope: repeats skip work
+        self._recent_queued: set[str] = set()
+        self._recent_rejected: set[tuple[str, str]] = set()
         self._pages_file: IO[str] | None = None
         self._seeds: tuple[str, ...] = ()
         self.resumed = False
@@ -643,10 +647,15 @@ class Crawler:
         elif 200 <= ex.status < 300 and ex.body is not None:
             found = self._extract(item, ex)
             if found is not None:
-                children.extend(item.child(url, Hop.LINK) for url in found.pages)
-                children.extend(item.child(url, Hop.EMBED) for url in found.requisites)
                 if ex.content_type in HTML_TYPES and not item.is_requisite:
                     self._record_page(ex, found.title)
+                queued, rejected = self._recent_queued, self._recent_rejected
+                for url in found.pages:
+                    if url not in queued and (url, Hop.LINK) not in rejected:
+                        children.append(item.child(url, Hop.LINK))
+                for url in found.requisites:
+                    if url not in queued and (url, Hop.EMBED) not in rejected:
+                        children.append(item.child(url, Hop.EMBED))
         if children:
             await self._put(children)
 
@@ -677,18 +686,30 @@ class Crawler:
         self._pages_file.write(json.dumps(entry, ensure_ascii=False) + "\n")
 
     async def _put(self, items: list[CrawlItem]) -> None:
+        """Scope-check discovered items and queue the accepted ones (the frontier drops the
+        ones it has seen). Remembers recent outcomes so the navigation links repeated on every
+        page cost a dict lookup, not a scope check and a frontier call (bounded memory)."""
         assert self.frontier is not None and self.scope is not None
         accepted = []
+        queued, rejected = self._recent_queued, self._recent_rejected
         for child in items:
             reason = self.scope.check(child)
             if reason is None:
                 accepted.append(child)
-            else:
-                self.stats.skip(reason)
-                self._skip_log(child.via, child.url, reason)
+                continue
+            self.stats.skip(reason)
+            self._skip_log(child.via, child.url, reason)
+            if reason not in (SkipReason.DEPTH, SkipReason.HOST_BUDGET):
+                # depth and budgets can change for the same URL found elsewhere: not cached
+                rejected.add((child.url, Hop.EMBED if child.is_requisite else Hop.LINK))
         if accepted:
             for new in await self.frontier.put_many(accepted):
                 self.scope.accepted(new)
+            queued.update(child.url for child in accepted)
+        if len(queued) > RECENT_LIMIT:
+            queued.clear()
+        if len(rejected) > RECENT_LIMIT:
+            rejected.clear()
 
     # -- outcomes ---------------------------------------------------------------------------
 

@@ -50,7 +50,12 @@ class CrawlItem:
     @property
     def is_requisite(self) -> bool:
         """True when the URL was reached as a page requisite (possibly through redirects)."""
-        return self.hops.rstrip(Hop.REDIRECT).endswith(Hop.EMBED)
+        last = self.hops[-1:]
+        if last == "E":
+            return True
+        if last != "R":
+            return False
+        return self.hops.rstrip("R").endswith("E")
 
     def child(self, url: str, hop: Hop) -> CrawlItem:
         """The item for a URL discovered while processing this one."""

@@ -52,7 +52,12 @@ def utcnow() -> datetime:
 
 def warc_date(moment: datetime) -> str:
     """W3C-DTF in UTC with microseconds, as WARC/1.1 allows (section 5.4)."""
-    return moment.astimezone(UTC).strftime("%Y-%m-%dT%H:%M:%S.%fZ")
+    if moment.tzinfo is not UTC:
+        moment = moment.astimezone(UTC)
+    return (
+        f"{moment.year:04d}-{moment.month:02d}-{moment.day:02d}T{moment.hour:02d}:"
+        f"{moment.minute:02d}:{moment.second:02d}.{moment.microsecond:06d}Z"
+    )
 
 
 def timestamp14(date: str) -> str:

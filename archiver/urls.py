@@ -143,23 +143,49 @@ def normalize_host(host: str) -> str:
 
 def _remove_dot_segments(path: str) -> str:
     """RFC 3986 section 5.2.4 (also what the URL Standard's path parser does, ``%2e`` included)."""
-    if "." not in path and "%2" not in path.lower():
+    if "%" in path:
+        if "%2e" not in path.lower():
+            if "." not in path:
+                return path
+        else:
+            return _remove_dot_segments_escaped(path)
+    elif "/." not in path and not path.startswith("."):
         return path
     segments = path.split("/")
+    last = len(segments) - 1
+    out: list[str] = []
+    for i, seg in enumerate(segments):
+        if seg == ".":
+            if i == last:
+                out.append("")
+        elif seg == "..":
+            if len(out) > 1:
+                out.pop()
+            if i == last:
+                out.append("")
+        else:
+            out.append(seg)
+    result = "/".join(out)
+    return result if result.startswith("/") else "/" + result
+
+
+def _remove_dot_segments_escaped(path: str) -> str:
+    """The same, for paths where dots may be percent-encoded (rare)."""
+    segments = path.split("/")
+    last = len(segments) - 1
     out: list[str] = []
     for i, seg in enumerate(segments):
         low = seg.lower()
         if low in (".", "%2e"):
-            if i == len(segments) - 1:
+            if i == last:
                 out.append("")
-            continue
-        if low in ("..", ".%2e", "%2e.", "%2e%2e"):
+        elif low in ("..", ".%2e", "%2e.", "%2e%2e"):
             if len(out) > 1:
                 out.pop()
-            if i == len(segments) - 1:
+            if i == last:
                 out.append("")
-            continue
-        out.append(seg)
+        else:
+            out.append(seg)
     result = "/".join(out)
     return result if result.startswith("/") else "/" + result
 
@@ -251,29 +277,35 @@ def resolve(base: str, ref: str) -> str | None:
     return _resolve_general(base, ref)
 
 
+@lru_cache(maxsize=1024)
+def _base_parts(base: str) -> tuple[str, str, str]:
+    """``(scheme://authority, path, directory)`` of a normalised base URL."""
+    scheme_end = base.index("://") + 3
+    path_start = base.find("/", scheme_end)
+    if path_start < 0:
+        return base, "/", "/"
+    path = base[path_start:].split("?", 1)[0]
+    return base[:path_start], path, path[: path.rfind("/") + 1]
+
+
 def _resolve_simple(base: str, ref: str) -> str | None:
     """Relative references without escapes, spaces or non-ASCII: string operations only."""
-    ref = ref.split("#", 1)[0]
+    if "#" in ref:
+        ref = ref.split("#", 1)[0]
     if ref.startswith(("http://", "https://")):
         return _fast_normal(ref)
     if ":" in ref.split("/", 1)[0].split("?", 1)[0]:
         return None  # a scheme (mailto:, javascript:) or an odd first segment: general path
-    scheme_end = base.index("://") + 3
-    path_start = base.find("/", scheme_end)
-    origin_part = base[:path_start] if path_start >= 0 else base
-    base_path_query = base[path_start:] if path_start >= 0 else "/"
-    base_path = base_path_query.split("?", 1)[0]
     if ref == "":
         return base
-    if ref.startswith("?"):
-        path = base_path + ref
-    elif ref.startswith("/"):
-        path = ref
-    else:
-        path = base_path[: base_path.rfind("/") + 1] + ref
-    path_only, sep, query = path.partition("?")
-    path_only = _remove_dot_segments(path_only) if "." in path_only else path_only
-    return origin_part + path_only + sep + query
+    origin_part, base_path, base_dir = _base_parts(base)
+    if ref[0] == "?":
+        return origin_part + base_path + ref
+    path = ref if ref[0] == "/" else base_dir + ref
+    if "?" in path:
+        path_only, _, query = path.partition("?")
+        return origin_part + _remove_dot_segments(path_only) + "?" + query
+    return origin_part + _remove_dot_segments(path)
 
 
 _SCHEME = re.compile(r"[A-Za-z][A-Za-z0-9+.\-]*\Z")
