@@ -573,7 +573,7 @@ class Crawler:
                 return self._skipped(item, SkipReason.ROBOTS)
         assert self.fetcher is not None
         try:
-            exchange = await self.fetcher.fetch(item.url)
+            exchange = await self.fetcher.fetch(item.url, referer_header(item))
         except FetchError as exc:
             if counts_as_page and s.max_pages is not None:
                 self._pages_reserved -= 1
@@ -926,6 +926,15 @@ class Crawler:
             wacz=layout.wacz if layout.wacz.exists() else None,
             summary=_read_json(layout.summary),
         )
+
+
+def referer_header(item: CrawlItem) -> dict[str, str] | None:
+    """``Referer`` as a browser would send it: the page that linked here, unless that would
+    leak an https URL to plain http (the default referrer policy's downgrade rule)."""
+    via = item.via
+    if via is None or (via.startswith("https:") and item.url.startswith("http:")):
+        return None
+    return {"Referer": via}
 
 
 def _committed_filter(committed: set[tuple[int, int]]) -> Callable[[warcfile.Capture], bool]:
