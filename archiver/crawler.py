@@ -18,8 +18,10 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import dataclasses
 import importlib.metadata
 import json
+import math
 import os
 import platform
 import shutil
@@ -35,6 +37,7 @@ from archiver import __version__, index, links, records, urls, warcfile
 from archiver.dedup import DigestIndex, MemoryDigestIndex
 from archiver.errors import (
     ArchiverError,
+    BlockedAddressError,
     FetchError,
     OutputError,
     SettingsError,
@@ -70,8 +73,10 @@ from archiver.output import (
 )
 from archiver.politeness import HostGate, parse_retry_after
 from archiver.records import Original, PendingCapture, RecordFactory, warc_date
+from archiver.robots import Robots, RobotsReport, RobotsStats
 from archiver.scope import Scope, ScopeRules, seeds_in_order
 from archiver.settings import Settings, read_lines_file
+from archiver.sitemaps import SitemapPolicy, is_sitemap
 from archiver.stats import CrawlStats
 from archiver.writer import Writer, WriterConfig, safe_name_part, warc_files
 
@@ -102,6 +107,10 @@ class RobotsChecker(Protocol):
     """What the crawler asks of robots.txt handling (see :mod:`archiver.robots`)."""
 
     async def allowed(self, item: CrawlItem, fetch: ArchiveFetch) -> bool: ...
+
+    def take_reports(self) -> list[RobotsReport]: ...
+
+    def statistics(self) -> RobotsStats: ...
 
 
 @dataclass(slots=True)
@@ -150,6 +159,7 @@ class Crawler:
         self.writer: Writer | None = None
         self.scope: Scope | None = None
         self.robots: RobotsChecker | None = None
+        self.sitemaps = SitemapPolicy(enabled=False)
         self.dedup: DigestIndex = MemoryDigestIndex()
         self.factory = RecordFactory(algorithm=settings.digest)
         self.log: Any = None
@@ -332,10 +342,10 @@ class Crawler:
         if backend == "sqlite":
             from archiver.frontier.sqlite import SqliteFrontier  # noqa: PLC0415 - optional backend
 
-            return SqliteFrontier(self.layout.frontier_db, gate)  # type: ignore[no-any-return]
+            return SqliteFrontier(self.layout.frontier_db, gate)
         from archiver.frontier.redis import RedisFrontier  # noqa: PLC0415 - optional backend
 
-        return RedisFrontier(  # type: ignore[no-any-return]
+        return RedisFrontier(
             backend, self.settings.crawl_id or "", gate=gate, settings=self.settings
         )
 
@@ -383,7 +393,7 @@ class Crawler:
             concurrency=s.per_host_concurrency,
             delay=s.per_host_delay or 0.0,
             max_pause=s.max_retry_after or 600.0,
-            max_crawl_delay=s.max_crawl_delay or 0.0,
+            max_crawl_delay=s.max_crawl_delay if s.max_crawl_delay is not None else math.inf,
         )
         if self.frontier is None:
             self.frontier = self._make_frontier(gate)
@@ -404,6 +414,14 @@ class Crawler:
             if start.resumed:
                 await self._repair_open_warcs(frontier)
             self.scope = Scope(self._scope_rules(seeds))
+            self.robots = Robots(
+                agent=s.robots_agent,
+                obey=s.robots == "obey",
+                exempt_requisites=s.robots_exempt_requisites,
+                max_crawl_delay=s.max_crawl_delay,
+                set_host_delay=frontier.set_host_delay,
+            )
+            self.sitemaps = SitemapPolicy(enabled=s.sitemaps == "on", max_redirects=s.max_redirects)
             policy = await self._address_policy(seeds)
             self.fetcher = Fetcher(self._fetch_config(), policy)
             await self.fetcher.start()
@@ -423,7 +441,10 @@ class Crawler:
             )
             self.writer.start()
             self._pages_file = open(layout.pages, "a", encoding="utf-8")  # noqa: SIM115, ASYNC230
-            await self._put([CrawlItem(url=seed, redirects_left=s.max_redirects) for seed in seeds])
+            await self._put(
+                [CrawlItem(url=seed, redirects_left=s.max_redirects) for seed in seeds]
+                + self.sitemaps.start_items(seeds)
+            )
             status, reason = await self._crawl(frontier)
         except ArchiverError as exc:
             status, reason = (
@@ -554,7 +575,7 @@ class Crawler:
     async def _process(self, lease: Lease, captures: list[WrittenCapture]) -> TaskResult:
         item = lease.item
         s = self.settings
-        counts_as_page = not item.is_requisite
+        counts_as_page = not item.is_requisite and not is_sitemap(item)
         if counts_as_page and s.max_pages is not None:
             if self._pages_reserved >= s.max_pages:
                 self._stop(STATUS_LIMIT, f"max-pages of {s.max_pages} reached")
@@ -567,10 +588,16 @@ class Crawler:
             allowed = await self.robots.allowed(
                 item, lambda url: self._fetch_archived(url, captures)
             )
+            await self._robots_reports()
             if not allowed:
                 if counts_as_page and s.max_pages is not None:
                     self._pages_reserved -= 1
                 return self._skipped(item, SkipReason.ROBOTS)
+            if captures:  # robots.txt was fetched in this lease: the page is one more request
+                assert self.frontier is not None
+                wait = self.frontier.reserve(lease.host)
+                if wait > 0:
+                    await asyncio.sleep(wait)
         assert self.fetcher is not None
         try:
             exchange = await self.fetcher.fetch(item.url, referer_header(item))
@@ -584,6 +611,25 @@ class Crawler:
             self._pages_reserved -= 1  # a redirect hop is not a page
         await self._discover(item, exchange)
         return self._outcome(item, exchange, written)
+
+    async def _robots_reports(self) -> None:
+        """Log what robots.txt fetches found and queue the sitemaps they list."""
+        assert self.robots is not None
+        for report in self.robots.take_reports():
+            self.log.info(
+                "robots",
+                url=report.url,
+                verdict=report.verdict.value,
+                status=report.status,
+                redirects=report.redirects,
+                crawl_delay=report.crawl_delay,
+                sitemaps=len(report.sitemaps),
+                truncated=report.truncated,
+                kept_cached_copy=report.kept_cached_copy,
+                error=report.error,
+            )
+            if report.sitemaps:
+                await self._put(self.sitemaps.from_robots(report.url, report.sitemaps))
 
     async def _fetch_archived(self, url: str, captures: list[WrittenCapture]) -> Exchange:
         """Fetch and archive ``url`` as part of the current lease (robots.txt, sitemaps)."""
@@ -644,6 +690,20 @@ class Crawler:
                     self._skip_log(item.url, target, SkipReason.REDIRECT_LIMIT)
                 else:
                     children.append(item.child(target, Hop.REDIRECT))
+        elif is_sitemap(item):
+            listed = self.sitemaps.children(item, ex)
+            if listed.error is not None:
+                self.log.warning("sitemap-error", url=item.url, error=listed.error)
+            if listed.sitemap is not None:
+                self.log.info(
+                    "sitemap",
+                    url=item.url,
+                    kind=listed.sitemap.kind,
+                    urls=len(listed.sitemap.urls),
+                    skipped=listed.sitemap.skipped,
+                    truncated=listed.sitemap.truncated,
+                )
+            children.extend(listed.items)
         elif 200 <= ex.status < 300 and ex.body is not None:
             found = self._extract(item, ex)
             if found is not None:
@@ -695,6 +755,7 @@ class Crawler:
         for child in items:
             reason = self.scope.check(child)
             if reason is None:
+                self.scope.accepted(child)  # counted at once: the next link sees the budget
                 accepted.append(child)
                 continue
             self.stats.skip(reason)
@@ -703,8 +764,10 @@ class Crawler:
                 # depth and budgets can change for the same URL found elsewhere: not cached
                 rejected.add((child.url, Hop.EMBED if child.is_requisite else Hop.LINK))
         if accepted:
-            for new in await self.frontier.put_many(accepted):
-                self.scope.accepted(new)
+            new = {item.url for item in await self.frontier.put_many(accepted)}
+            for child in accepted:
+                if child.url not in new:
+                    self.scope.unaccepted(child)  # seen before: not queued, uses no budget
             queued.update(child.url for child in accepted)
         if len(queued) > RECENT_LIMIT:
             queued.clear()
@@ -726,6 +789,18 @@ class Crawler:
         return float(min(RETRY_BASE_SECONDS * 2**item.tries, cap))
 
     def _failed(self, item: CrawlItem, exc: FetchError) -> TaskResult:
+        if isinstance(exc, BlockedAddressError):
+            # the SSRF guard's refusal, not a failure of the host: skipped, never retried, and
+            # the host is not paused for it
+            self.stats.skip(SkipReason.BLOCKED_ADDRESS)
+            self.log.info(
+                "skip",
+                url=item.url,
+                via=item.via,
+                reason=SkipReason.BLOCKED_ADDRESS.value,
+                error=str(exc),
+            )
+            return TaskResult(Outcome.SKIPPED, reason=SkipReason.BLOCKED_ADDRESS.value)
         reason = exc.reason
         retry = reason in TRANSIENT and item.tries + 1 < self.settings.max_tries
         self._fetch_log(
@@ -888,6 +963,9 @@ class Crawler:
             ],
             index=str(self.layout.index.relative_to(self.layout.root)),
             traps=self.scope.trap_summary() if self.scope is not None else [],
+            robots=(
+                dataclasses.asdict(self.robots.statistics()) if self.robots is not None else None
+            ),
             frontier=(
                 {
                     "queued": frontier_stats.queued,

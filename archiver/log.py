@@ -21,9 +21,24 @@ import structlog
 LEVELS = {"debug": 10, "info": 20, "warning": 30, "error": 40, "critical": 50}
 
 
-def _iso_now() -> str:
-    now = time.time()
-    return time.strftime("%Y-%m-%dT%H:%M:%S", time.gmtime(now)) + f".{int(now % 1 * 1000):03d}Z"
+class _Clock:
+    """ISO 8601 UTC timestamps with milliseconds; the seconds part is formatted once a second
+    (one fetch event per URL: thousands a second on a fast crawl)."""
+
+    def __init__(self) -> None:
+        self._second = -1
+        self._text = ""
+
+    def now(self) -> str:
+        now = time.time()
+        second = int(now)
+        if second != self._second:
+            self._second = second
+            self._text = time.strftime("%Y-%m-%dT%H:%M:%S", time.gmtime(second))
+        return f"{self._text}.{int((now - second) * 1000):03d}Z"
+
+
+_iso_now = _Clock().now
 
 
 class _TeeLogger:
@@ -37,7 +52,7 @@ class _TeeLogger:
         self._file: IO[str] | None = open(path, "a", encoding="utf-8") if path else None  # noqa: SIM115
         self._console = console
         self._console_level = console_level
-        self._renderer = structlog.dev.ConsoleRenderer(colors=bool(console and console.isatty()))
+        self._renderer: Any = None  # structlog's ConsoleRenderer, made when first needed
         self._lock = threading.Lock()
 
     def log(self, event_dict: dict[str, Any]) -> None:
@@ -48,6 +63,10 @@ class _TeeLogger:
             level = LEVELS.get(str(event_dict.get("level", "info")), 20)
             console, threshold = self._console, self._console_level
             if console is not None and threshold is not None and level >= threshold:
+                if self._renderer is None:
+                    import structlog.dev  # noqa: PLC0415 - slow import, rarely needed
+
+                    self._renderer = structlog.dev.ConsoleRenderer(colors=console.isatty())
                 shown = dict(event_dict)
                 shown.pop("timestamp", None)
                 console.write(str(self._renderer(None, "", shown)) + "\n")

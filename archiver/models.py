@@ -25,6 +25,7 @@ class Hop(enum.StrEnum):
     EMBED = "E"  #: a page requisite (img, script, stylesheet, font, media)
     REDIRECT = "R"  #: the Location of a 3xx response
     PREREQUISITE = "P"  #: fetched before its host can be crawled (robots.txt)
+    MANIFEST = "M"  #: a sitemap (robots.txt Sitemap:, /sitemap.xml, a sitemap index entry)
 
 
 @dataclass(frozen=True, slots=True)

@@ -35,6 +35,7 @@ class HostState:
     paused_until: float = 0.0  #: backoff after 429/503/repeated failures
     delay: float | None = None  #: per-host override (robots Crawl-delay)
     failures: int = 0  #: consecutive failed fetches
+    last_start: float = -math.inf  #: when the latest request to the host started
 
 
 def parse_retry_after(value: str | None, *, now: datetime | None = None) -> float | None:
@@ -88,12 +89,25 @@ class HostGate:
             return math.inf
         return max(state.next_start, state.paused_until)
 
+    def _delay(self, state: HostState) -> float:
+        return self.delay if state.delay is None else state.delay
+
     def acquire(self, host: str) -> None:
         state = self._state(host)
         now = self.clock()
         state.in_flight += 1
-        delay = self.delay if state.delay is None else state.delay
-        state.next_start = max(now, state.next_start) + delay
+        state.last_start = max(now, state.next_start)
+        state.next_start = state.last_start + self._delay(state)
+
+    def reserve(self, host: str) -> float:
+        """Book one more request start inside a lease (the page after its robots.txt): the
+        seconds to wait before starting it; later leases are pushed back behind it."""
+        state = self._state(host)
+        now = self.clock()
+        start = max(now, state.next_start, state.paused_until)
+        state.last_start = start
+        state.next_start = start + self._delay(state)
+        return start - now
 
     def release(self, host: str, result: TaskResult | None = None) -> None:
         """A fetch to ``host`` ended; ``result`` tells whether the host asked us to back off."""
@@ -105,10 +119,13 @@ class HostGate:
         pause: float | None = None
         if result.status in (429, 503):
             pause = result.retry_after if result.retry_after is not None else 30.0
-        if result.outcome in (Outcome.RETRY, Outcome.FAILED) and result.status is None:
+        server_error = result.status is not None and result.status >= 500
+        no_response = result.outcome in (Outcome.RETRY, Outcome.FAILED) and result.status is None
+        if server_error or no_response:
             state.failures += 1
             if state.failures >= FAILURE_THRESHOLD:
-                pause = min(2.0 ** (state.failures - FAILURE_THRESHOLD) * 5.0, self.max_pause)
+                backoff = min(2.0 ** (state.failures - FAILURE_THRESHOLD) * 5.0, self.max_pause)
+                pause = backoff if pause is None else max(pause, backoff)
         elif result.outcome is Outcome.DONE:
             state.failures = 0
         if pause is not None:
@@ -118,6 +135,8 @@ class HostGate:
         """Honour a robots.txt Crawl-delay (capped at ``max_crawl_delay``)."""
         state = self._state(host)
         state.delay = max(self.delay, min(seconds, self.max_crawl_delay))
+        # learnt inside a lease: the next start counts from the latest one with the new delay
+        state.next_start = max(state.next_start, state.last_start + state.delay)
 
     def paused_hosts(self) -> dict[str, float]:
         """Hosts currently paused, with seconds left (for the progress display)."""

@@ -161,6 +161,11 @@ class Scope:
         if item.hops and set(item.hops) == {Hop.REDIRECT}:
             self.add_seed_host(item.url)  # a seed that redirected: its new home is in scope
 
+    def unaccepted(self, item: CrawlItem) -> None:
+        """Undo the budget count of :meth:`accepted` for a URL the frontier had already seen."""
+        if self.rules.max_urls_per_host is not None:
+            self._counters.hosts[host_port(item.url)] -= 1
+
     def _in_scope(self, item: CrawlItem) -> bool:
         url = item.url
         if item.is_seed or url in self._seeds:

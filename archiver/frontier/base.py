@@ -74,6 +74,11 @@ class Frontier(Protocol):
         """Apply a robots.txt Crawl-delay to a host."""
         ...
 
+    def reserve(self, host: str) -> float:
+        """Book one more request to ``host`` inside the current lease (the page after its
+        robots.txt); returns the seconds to wait before sending it."""
+        ...
+
     async def committed_captures(self, filename: str) -> set[tuple[int, int]]:
         """``(start, end)`` of every capture in WARC ``filename`` committed by ``task_done``.
 

@@ -283,6 +283,9 @@ class MemoryFrontier:
     def set_host_delay(self, host: str, seconds: float) -> None:
         self.gate.set_crawl_delay(host, seconds)
 
+    def reserve(self, host: str) -> float:
+        return self.gate.reserve(host)
+
     async def committed_captures(self, filename: str) -> set[tuple[int, int]]:
         return set()  # nothing persists: a memory crawl is never resumed
 
