@@ -11,7 +11,7 @@ Python API::
 
 __version__ = "0.1.0"
 
-from archiver.crawler import CrawlResult, crawl  # noqa: E402
-from archiver.settings import Settings, load_settings  # noqa: E402
+from archiver.crawler import CrawlResult, crawl
+from archiver.settings import Settings, load_settings
 
 __all__ = ["CrawlResult", "Settings", "__version__", "crawl", "load_settings"]

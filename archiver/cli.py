@@ -10,6 +10,7 @@ from __future__ import annotations
 import argparse
 import asyncio
 import json
+import os
 import signal
 import sys
 from collections.abc import Sequence
@@ -28,6 +29,7 @@ from archiver.crawler import (
     software_string,
 )
 from archiver.errors import ArchiverError, LockedError, SettingsError
+from archiver.progress import Display, human_bytes
 from archiver.settings import Settings, load_settings, option_name, setting_fields
 
 PROG = "archiver"
@@ -40,13 +42,37 @@ class _Parser(argparse.ArgumentParser):
         self.exit(EXIT_USAGE, f"{self.prog}: error: {message} (see --help)\n")
 
 
-def _default_text(value: Any) -> str:
-    if value is None:
-        return "none"
+def _size_text(value: int) -> str:
+    for unit, size in (("TB", 10**12), ("GB", 10**9), ("MB", 10**6), ("KB", 10**3)):
+        if value >= size and value % size == 0:
+            return f"{value // size}{unit}"
+    for unit, size in (("GiB", 2**30), ("MiB", 2**20), ("KiB", 2**10)):
+        if value >= size and value % size == 0:
+            return f"{value // size}{unit}"
+    return str(value)
+
+
+def _duration_text(value: float) -> str:
+    for unit, size in (("d", 86400), ("h", 3600), ("m", 60)):
+        if value >= size and value % size == 0:
+            return f"{int(value // size)}{unit}"
+    return f"{value:g}s"
+
+
+def default_text(value: Any, metavar: str | None = None, help_text: str = "") -> str:
+    """A setting's default as a person would write it: ``1GB``, ``30s``, ``on``, ``no limit``."""
+    if value is None or value == ():
+        return "no limit" if "no limit" in help_text else "none"
     if isinstance(value, bool):
         return "on" if value else "off"
     if isinstance(value, tuple):
-        return "none" if not value else ", ".join(map(str, value))
+        return ", ".join(map(str, value))
+    if metavar == "SIZE" and isinstance(value, int):
+        return _size_text(value)
+    if metavar == "DURATION" and isinstance(value, int | float):
+        return _duration_text(float(value))
+    if isinstance(value, str) and not value:
+        return "empty"
     return str(value)
 
 
@@ -59,30 +85,48 @@ def _add_setting_options(parser: argparse.ArgumentParser) -> None:
         section = meta["section"]
         group = groups.get(section)
         if group is None:
-            group = groups[section] = parser.add_argument_group(f"{section} settings")
+            group = groups[section] = parser.add_argument_group(
+                f"{section} settings", f"(TOML: the [{section}] table of --config)"
+            )
         flags = [option_name(f)]
         if meta["short"]:
             flags.insert(0, meta["short"])
-        default = f.default
-        help_text = f"{meta['help']} (default: {_default_text(default)})"
+        help_text = str(meta["help"])
+        metavar = meta["metavar"]
         if meta["choices"]:
-            help_text = (
-                f"{meta['help']} Choices: {', '.join(meta['choices'])}. (default: {default})"
-            )
+            metavar = metavar or "{" + ",".join(meta["choices"]) + "}"
+        if "(default:" not in help_text:
+            help_text += f" (default: {default_text(f.default, metavar, help_text)})"
         help_text = help_text.replace("%", "%%")
         kwargs: dict[str, Any] = {"dest": f.name, "default": None, "help": help_text}
         if f.type in ("bool", bool):
             group.add_argument(*flags, action=argparse.BooleanOptionalAction, **kwargs)
         elif meta["repeat"]:
-            group.add_argument(*flags, action="append", metavar=meta["metavar"], **kwargs)
+            group.add_argument(*flags, action="append", metavar=metavar, **kwargs)
         else:
-            group.add_argument(*flags, metavar=meta["metavar"] or "VALUE", **kwargs)
+            group.add_argument(*flags, metavar=metavar or "VALUE", **kwargs)
+
+
+def _port(text: str) -> int:
+    """A TCP port for argparse: its error names the allowed values."""
+    try:
+        port = int(text)
+    except ValueError:
+        port = -1
+    if not 0 <= port <= 65535:
+        raise argparse.ArgumentTypeError(f"expected a port number 0-65535, got {text!r}")
+    return port
 
 
 def build_parser() -> argparse.ArgumentParser:
     parser = _Parser(
         prog=PROG,
         description="An archiving web crawler: byte-exact WARC/1.1, CDXJ, WACZ.",
+        epilog=(
+            "Try it: archiver serve-sample, then archiver crawl http://127.0.0.1:8000/ -o "
+            "crawls/sample, archiver report crawls/sample, archiver replay crawls/sample. "
+            "archiver COMMAND --help explains every option."
+        ),
     )
     parser.add_argument("--version", action="version", version=f"{PROG} {__version__}")
     sub = parser.add_subparsers(dest="command", metavar="COMMAND", parser_class=_Parser)
@@ -123,7 +167,11 @@ def build_parser() -> argparse.ArgumentParser:
     )
     idx.add_argument("paths", nargs="+", metavar="DIR", help="crawl directories or WARC files")
     idx.add_argument("-o", "--output", metavar="FILE", help="index file (default: DIR/index.cdxj)")
-    idx.add_argument("--cdx11", action="store_true", help="also write the 11-field CDX next to it")
+    idx.add_argument(
+        "--cdx11",
+        action="store_true",
+        help="also write the classic 11-field CDX (index.cdx) next to it (default: off)",
+    )
 
     ver = sub.add_parser(
         "verify",
@@ -138,12 +186,17 @@ def build_parser() -> argparse.ArgumentParser:
     ver.add_argument(
         "--index", metavar="FILE", help="CDXJ index to check (default: DIR/index.cdxj)"
     )
-    ver.add_argument("--json", action="store_true", help="print the report as JSON")
+    ver.add_argument("--json", action="store_true", help="print the report as JSON (default: text)")
 
     rep = sub.add_parser(
         "report",
         help="render an HTML report of a crawl",
-        description="Render a self-contained HTML report (charts, tables) of a crawl directory.",
+        description=(
+            "Render a self-contained HTML report of a crawl directory from its summary.json "
+            "and crawl.log.jsonl: captures over time, status and MIME breakdown, top hosts, "
+            "largest resources, failures and skips with example URLs, files written. The file "
+            "loads nothing from the network."
+        ),
     )
     rep.add_argument("path", metavar="DIR", help="crawl directory")
     rep.add_argument(
@@ -154,21 +207,50 @@ def build_parser() -> argparse.ArgumentParser:
         "replay",
         help="replay a crawl in pywb",
         description=(
-            "Start pywb on a crawl's WARC files and index and print the URL to open. Needs "
-            "pywb (pip install pywb, in its own environment: see README)."
+            "Start pywb on a crawl's WARC files and index, print the URL to open, and serve "
+            "until Ctrl-C. pywb is not a dependency of archiver (it pins conflicting "
+            "libraries): install it in its own environment, e.g. pipx install pywb, or "
+            "python3 -m venv ~/.pywb && ~/.pywb/bin/pip install pywb==2.10.0."
         ),
     )
     rpl.add_argument("path", metavar="DIR", help="crawl directory")
-    rpl.add_argument("--port", type=int, default=8080, help="port on 127.0.0.1 (default: 8080)")
+    rpl.add_argument(
+        "--port",
+        type=_port,
+        default=8080,
+        help="port on 127.0.0.1; 0 picks a free one (default: 8080)",
+    )
+    rpl.add_argument(
+        "--pywb-venv",
+        metavar="DIR",
+        default=os.environ.get("ARCHIVER_PYWB") or None,
+        help=(
+            "the environment pywb is installed in (a venv directory, or its wayback script) "
+            "(default: $ARCHIVER_PYWB, else wayback on PATH)"
+        ),
+    )
 
     sample = sub.add_parser(
         "serve-sample",
         help="serve a small local sample site to try a crawl on",
-        description="Serve a small sample site (pages, images, CSS, redirects) on 127.0.0.1.",
+        description=(
+            "Serve a small sample site on 127.0.0.1 until Ctrl-C: about twenty pages, CSS with "
+            "@import and url() images, a srcset, redirects, a 404, a gzip-encoded page, the "
+            "same image at two URLs (a revisit), robots.txt and sitemap.xml."
+        ),
     )
-    sample.add_argument("--port", type=int, default=8000, help="port (default: 8000)")
+    sample.add_argument(
+        "--port",
+        type=_port,
+        default=8000,
+        help="port on 127.0.0.1; 0 picks a free one (default: 8000)",
+    )
 
-    sub.add_parser("version", help="print the version of archiver and its libraries")
+    sub.add_parser(
+        "version",
+        help="print the version of archiver and its libraries",
+        description="Print archiver's version and those of the libraries that shape its output.",
+    )
     return parser
 
 
@@ -186,76 +268,32 @@ def _settings_from_args(args: argparse.Namespace) -> Settings:
     return load_settings(config, overrides)
 
 
-def _fmt_bytes(count: float) -> str:
-    for unit in ("B", "KB", "MB", "GB", "TB"):
-        if count < 1000 or unit == "TB":
-            return f"{count:.1f} {unit}" if unit != "B" else f"{int(count)} B"
-        count /= 1000
-    return f"{count:.1f} TB"
-
-
-def print_summary(result: CrawlResult, out: Any = None) -> None:
-    """The one-screen summary at the end of a crawl."""
-    out = out or sys.stderr
-    s = result.summary
-    if not s:
-        return
-    lines = [
-        f"archiver: {result.status}" + (f" ({result.reason})" if result.reason else ""),
-        f"  captures {s.get('captures', 0)}  pages {s.get('pages', 0)}  revisits "
-        f"{s.get('revisits', 0)}  in {s.get('duration_seconds', 0):.1f} s "
-        f"({s.get('pages_per_second', 0):.1f} pages/s)",
-        f"  received {_fmt_bytes(s.get('bytes_received', 0))}  WARC written "
-        f"{_fmt_bytes(s.get('bytes_written', 0))}  dedup saved "
-        f"{_fmt_bytes(s.get('dedup_bytes_saved', 0))}",
-    ]
-    if s.get("by_status_class"):
-        lines.append("  status   " + "  ".join(f"{k} {v}" for k, v in s["by_status_class"].items()))
-    if s.get("by_mime"):
-        top = list(s["by_mime"].items())[:6]
-        lines.append("  types    " + "  ".join(f"{k} {v}" for k, v in top))
-    if s.get("failures"):
-        lines.append("  failed   " + "  ".join(f"{k} {v}" for k, v in s["failures"].items()))
-    if s.get("skips"):
-        lines.append("  skipped  " + "  ".join(f"{k} {v}" for k, v in s["skips"].items()))
-    for trap in s.get("traps", [])[:3]:
-        lines.append(f"  trap     {trap['kind']}: {trap['pattern']} ({trap['skipped']} URLs)")
-    lines.append(f"  output   {result.output}")
-    for path in result.warc_files[:3]:
-        lines.append(f"           {path}")
-    if len(result.warc_files) > 3:
-        lines.append(f"           ... and {len(result.warc_files) - 3} more WARC files")
-    if result.index:
-        lines.append(f"  index    {result.index}")
-    if result.status == "interrupted":
-        lines.append("  resume   run the same command again to continue this crawl")
-    out.write("\n".join(lines) + "\n")
-
-
-async def _run_crawl(settings: Settings) -> CrawlResult:
-    crawler = Crawler(settings)
+async def _run_crawl(settings: Settings, display: Display) -> CrawlResult:
+    crawler = Crawler(settings, console=display.log_stream)
     loop = asyncio.get_running_loop()
     signals = 0
+    say = display.log_stream
 
     def on_signal(signame: str) -> None:
         nonlocal signals
         signals += 1
         if signals == 1:
-            sys.stderr.write(
-                f"\narchiver: {signame}: finishing in-flight fetches, then stopping "
+            say.write(
+                f"archiver: {signame}: finishing in-flight fetches, then stopping "
                 "(again to stop at once)\n"
             )
             crawler.request_stop(reason=f"stopped by {signame}")
         else:
-            sys.stderr.write(f"\narchiver: {signame}: stopping now\n")
+            say.write(f"archiver: {signame}: stopping now\n")
             crawler.request_stop(immediate=True, reason=f"stopped by {signame}")
 
     for sig in (signal.SIGINT, signal.SIGTERM):
         loop.add_signal_handler(sig, on_signal, sig.name)
     try:
         if crawler.layout.status_file.exists() and not settings.overwrite:
-            sys.stderr.write(f"archiver: resuming the crawl in {crawler.layout.root}\n")
-        return await crawler.run()
+            say.write(f"archiver: resuming the crawl in {crawler.layout.root}\n")
+        async with display.watching(crawler):
+            return await crawler.run()
     finally:
         for sig in (signal.SIGINT, signal.SIGTERM):
             loop.remove_signal_handler(sig)
@@ -270,13 +308,27 @@ def _run(coro: Any) -> Any:
         return asyncio.run(coro)
 
 
+def final_line(result: CrawlResult) -> str:
+    """The one line ``--quiet`` prints: how the crawl ended, what it wrote, where."""
+    s = result.summary
+    reason = f" ({result.reason})" if result.reason else ""
+    counts = (
+        f": {s.get('captures', 0)} captures, {human_bytes(s.get('bytes_written', 0))} of WARC "
+        f"in {s.get('duration_seconds', 0):.1f} s"
+        if s
+        else ""
+    )
+    return f"archiver: {result.status}{reason}{counts} -> {result.output}"
+
+
 def cmd_crawl(args: argparse.Namespace) -> int:
     settings = _settings_from_args(args)
-    result = _run(_run_crawl(settings))
+    display = Display(settings, sys.stderr)
+    result = _run(_run_crawl(settings, display))
     if not settings.quiet:
-        print_summary(result)
-    elif result.exit_code != EXIT_OK:
-        sys.stderr.write(f"archiver: {result.status}: {result.reason}\n")
+        display.print_summary(result)
+    else:
+        sys.stderr.write(final_line(result) + "\n")
     return int(result.exit_code)
 
 
@@ -319,7 +371,8 @@ def cmd_report(args: argparse.Namespace) -> int:
 def cmd_replay(args: argparse.Namespace) -> int:
     from archiver import replay  # noqa: PLC0415
 
-    return replay.serve(Path(args.path), port=args.port)
+    pywb = Path(args.pywb_venv) if args.pywb_venv else None
+    return replay.serve(Path(args.path), args.port, pywb=pywb)
 
 
 def cmd_serve_sample(args: argparse.Namespace) -> int:

@@ -173,6 +173,8 @@ class Crawler:
         self._pages_reserved = 0
         #: URLs recently queued, and (URL, hop) recently rejected by scope: repeats skip work
         self._recent_queued: set[str] = set()
+        #: payload digests whose first copy is being written right now
+        self._dedup_in_flight: dict[str, asyncio.Future[Original | None]] = {}
         self._recent_rejected: set[tuple[str, str]] = set()
         self._pages_file: IO[str] | None = None
         self._seeds: tuple[str, ...] = ()
@@ -385,7 +387,11 @@ class Crawler:
         layout.warcs.mkdir(parents=True, exist_ok=True)
         layout.journals.mkdir(parents=True, exist_ok=True)
         self._crawl_log = crawl_logger(
-            layout.log, quiet=s.quiet, verbose=s.verbose, console=self.console
+            layout.log,
+            quiet=s.quiet,
+            verbose=s.verbose,
+            console=self.console,
+            heritrix=layout.heritrix_log if s.heritrix_log else None,
         )
         self.log = self._crawl_log.bind()
         self._check_disk(at_start=True)
@@ -639,31 +645,47 @@ class Crawler:
         return exchange
 
     async def _archive(self, ex: Exchange) -> WrittenCapture:
-        """Records for the exchange (a revisit when the payload was already stored), written."""
+        """Records for the exchange (a revisit when the payload was already stored), written.
+
+        An identical payload being written right now by another worker is waited for, so two
+        copies fetched at the same moment still become one response and one revisit.
+        """
         assert self.writer is not None
         capture: PendingCapture | None = None
+        digest = ex.payload_digest
         dedupable = (
             self.settings.dedup
             and ex.status == 200
             and ex.truncated is None
             and ex.payload_length >= max(self.settings.dedup_min_size, 1)
         )
+        pending: asyncio.Future[Original | None] | None = None
         if dedupable:
-            original = await self.dedup.lookup(ex.payload_digest)
+            in_flight = self._dedup_in_flight.get(digest)
+            original = await asyncio.shield(in_flight) if in_flight else None
+            if original is None:
+                original = await self.dedup.lookup(digest)
             if original is not None:
-                saved = ex.response_length
                 capture = self.factory.revisit(ex, original)
-                self.stats.dedup_bytes_saved += saved
+                self.stats.dedup_bytes_saved += ex.response_length
+            else:
+                pending = asyncio.get_running_loop().create_future()
+                self._dedup_in_flight[digest] = pending
         if capture is None:
             capture = self.factory.capture(ex)
         revisit = capture.records[0].record_type == "revisit"
-        written = await self.writer.write(capture)
-        primary = written.primary
-        if dedupable and not revisit and primary is not None:
-            await self.dedup.add(
-                ex.payload_digest,
-                Original(primary.record_id, primary.target_uri, primary.date),
-            )
+        try:
+            written = await self.writer.write(capture)
+            primary = written.primary
+            if pending is not None and primary is not None:
+                original = Original(primary.record_id, primary.target_uri, primary.date)
+                await self.dedup.add(digest, original)
+                pending.set_result(original)
+        finally:
+            if pending is not None:
+                if not pending.done():
+                    pending.set_result(None)  # the write failed: waiters store their own copy
+                self._dedup_in_flight.pop(digest, None)
         self.stats.bytes_written = self.writer.stats.bytes
         self.stats.capture(
             url=ex.target_uri,
@@ -851,6 +873,8 @@ class Crawler:
             event.update(
                 status=ex.status,
                 size=ex.response_length,
+                payload_size=ex.payload_length,
+                fetch_began=warc_date(ex.date),
                 mime=records.cdx_mime(ex.header("Content-Type")),
                 duration=round(ex.duration, 4),
                 digest=ex.payload_digest,
@@ -867,6 +891,9 @@ class Crawler:
                 offset=written.start,
                 record=primary.record_type if primary else None,
             )
+        task = asyncio.current_task()
+        if task is not None:
+            event["worker"] = task.get_name()  # "worker-3": crawl.log's thread field "#003"
         event.update(extra)
         self.log.info("fetch", **event)
 

@@ -18,6 +18,8 @@ from typing import IO, Any
 
 import structlog
 
+from archiver.heritrix import HeritrixLog
+
 LEVELS = {"debug": 10, "info": 20, "warning": 30, "error": 40, "critical": 50}
 
 
@@ -48,18 +50,28 @@ class _TeeLogger:
     summary speak there instead).
     """
 
-    def __init__(self, path: Path | None, console: IO[str] | None, console_level: int | None):
+    def __init__(
+        self,
+        path: Path | None,
+        console: IO[str] | None,
+        console_level: int | None,
+        heritrix: Path | None = None,
+    ):
         self._file: IO[str] | None = open(path, "a", encoding="utf-8") if path else None  # noqa: SIM115
         self._console = console
         self._console_level = console_level
         self._renderer: Any = None  # structlog's ConsoleRenderer, made when first needed
         self._lock = threading.Lock()
+        #: --heritrix-log: the same events as crawl.log lines (fetch and some skip events)
+        self._heritrix = HeritrixLog(heritrix) if heritrix is not None else None
 
     def log(self, event_dict: dict[str, Any]) -> None:
         line = json.dumps(event_dict, default=str, ensure_ascii=False)
         with self._lock:
             if self._file is not None:
                 self._file.write(line + "\n")
+            if self._heritrix is not None:
+                self._heritrix.write_event(event_dict)
             level = LEVELS.get(str(event_dict.get("level", "info")), 20)
             console, threshold = self._console, self._console_level
             if console is not None and threshold is not None and level >= threshold:
@@ -81,6 +93,9 @@ class _TeeLogger:
             if self._file is not None:
                 self._file.close()
                 self._file = None
+            if self._heritrix is not None:
+                self._heritrix.close()
+                self._heritrix = None
 
 
 def _add_timestamp(
@@ -122,8 +137,11 @@ class CrawlLog:
         *,
         console: IO[str] | None = None,
         console_level: str | None = None,
+        heritrix: Path | None = None,
     ) -> None:
-        self._tee = _TeeLogger(path, console, LEVELS[console_level] if console_level else None)
+        self._tee = _TeeLogger(
+            path, console, LEVELS[console_level] if console_level else None, heritrix
+        )
         self.logger: Any = structlog.wrap_logger(
             _Sink(self._tee),
             processors=[_add_level, _add_timestamp, _finish],
@@ -140,7 +158,12 @@ class CrawlLog:
 
 
 def crawl_logger(
-    path: Path | None, *, quiet: bool = False, verbose: int = 0, console: IO[str] | None = None
+    path: Path | None,
+    *,
+    quiet: bool = False,
+    verbose: int = 0,
+    console: IO[str] | None = None,
+    heritrix: Path | None = None,
 ) -> CrawlLog:
     """The logger for one crawl: file always; console for warnings, or everything with -v."""
     level: str | None
@@ -152,4 +175,4 @@ def crawl_logger(
         level = "info"
     else:
         level = "warning"
-    return CrawlLog(path, console=console or sys.stderr, console_level=level)
+    return CrawlLog(path, console=console or sys.stderr, console_level=level, heritrix=heritrix)

@@ -333,3 +333,19 @@ async def test_bad_input_never_kills_the_crawl(tmp_path: Path) -> None:
     assert result.summary["failures"].get("connect-error") == 1
     report = verify.verify([out / "warcs"], index=out / "index.cdxj")
     assert report.ok, verify.render(report)
+
+
+async def test_identical_payloads_fetched_at_once_become_one_response(tmp_path: Path) -> None:
+    image = PNG + b"same image" * 500
+    async with SiteServer() as site:
+        site.add_page("/", "".join(f'<img src="/img/{i}.png">' for i in range(5)))
+        for i in range(5):
+            site.add_file(f"/img/{i}.png", image, "image/png")
+        site.delay = 0.05  # all five are in flight together
+        out = tmp_path / "out"
+        result = await run_crawl(out, site.url("/"), workers=8, per_host_concurrency=8)
+    assert result.status == "completed"
+    kinds = sorted(r.type for r in responses(out / "warcs") if r.uri and r.uri.endswith(".png"))
+    assert kinds == ["response"] + ["revisit"] * 4
+    report = verify.verify([out / "warcs"], index=out / "index.cdxj")
+    assert report.ok, verify.render(report)
