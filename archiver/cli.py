@@ -188,6 +188,18 @@ def build_parser() -> argparse.ArgumentParser:
     )
     ver.add_argument("--json", action="store_true", help="print the report as JSON (default: text)")
 
+    wz = sub.add_parser(
+        "wacz",
+        help="package a crawl as a WACZ file",
+        description=(
+            "Package a crawl directory as a WACZ 1.1.1 file for ReplayWeb.page: its WARC files, "
+            "its index (ZipNum), its pages with titles, datapackage.json. --wacz does this at "
+            "the end of a finished crawl; this command packages any crawl later."
+        ),
+    )
+    wz.add_argument("path", metavar="DIR", help="crawl directory")
+    wz.add_argument("-o", "--output", metavar="FILE", help="WACZ file (default: DIR/DIR-NAME.wacz)")
+
     rep = sub.add_parser(
         "report",
         help="render an HTML report of a crawl",
@@ -269,6 +281,20 @@ def _settings_from_args(args: argparse.Namespace) -> Settings:
 
 
 async def _run_crawl(settings: Settings, display: Display) -> CrawlResult:
+    if settings.job is None:
+        return await _run_crawler(settings, display)
+    from archiver import jobs  # noqa: PLC0415 - only scheduled runs need it
+
+    # the job lock is held for the whole run: a second run of the job raises LockedError (4)
+    with jobs.open_run(settings.job, settings) as run:
+        for note in run.notes:
+            display.log_stream.write(f"archiver: job {run.job.name}: {note}\n")
+        result = await _run_crawler(run.settings, display)
+        run.finish(result.status, result.exit_code, result.reason, result.summary)
+        return result
+
+
+async def _run_crawler(settings: Settings, display: Display) -> CrawlResult:
     crawler = Crawler(settings, console=display.log_stream)
     loop = asyncio.get_running_loop()
     signals = 0
@@ -368,6 +394,15 @@ def cmd_report(args: argparse.Namespace) -> int:
     return EXIT_OK
 
 
+def cmd_wacz(args: argparse.Namespace) -> int:
+    from archiver import wacz  # noqa: PLC0415
+
+    output = Path(args.output) if args.output else None
+    written = wacz.write_wacz(Path(args.path), output, software=software_string())
+    print(f"archiver: WACZ written to {written}")
+    return EXIT_OK
+
+
 def cmd_replay(args: argparse.Namespace) -> int:
     from archiver import replay  # noqa: PLC0415
 
@@ -391,6 +426,7 @@ COMMANDS = {
     "index": cmd_index,
     "verify": cmd_verify,
     "report": cmd_report,
+    "wacz": cmd_wacz,
     "replay": cmd_replay,
     "serve-sample": cmd_serve_sample,
     "version": cmd_version,

@@ -33,7 +33,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import IO, Any, Protocol
 
-from archiver import __version__, index, links, records, urls, warcfile
+from archiver import __version__, index, links, records, urls, wacz, warcfile
 from archiver.dedup import DigestIndex, MemoryDigestIndex
 from archiver.errors import (
     ArchiverError,
@@ -73,6 +73,7 @@ from archiver.output import (
 )
 from archiver.politeness import HostGate, parse_retry_after
 from archiver.records import Original, PendingCapture, RecordFactory, warc_date
+from archiver.recrawl import LayeredDigestIndex, PreviousCrawls, Revalidation, open_previous
 from archiver.robots import Robots, RobotsReport, RobotsStats
 from archiver.scope import Scope, ScopeRules, seeds_in_order
 from archiver.settings import Settings, read_lines_file
@@ -161,6 +162,8 @@ class Crawler:
         self.robots: RobotsChecker | None = None
         self.sitemaps = SitemapPolicy(enabled=False)
         self.dedup: DigestIndex = MemoryDigestIndex()
+        #: --dedup-from / --revalidate-from sources (issue 6), opened when the run starts
+        self.previous: PreviousCrawls | None = None
         self.factory = RecordFactory(algorithm=settings.digest)
         self.log: Any = None
         self._crawl_log: CrawlLog | None = None
@@ -370,7 +373,18 @@ class Crawler:
     async def _run_locked(self, seeds: tuple[str, ...]) -> CrawlResult:
         s = self.settings
         layout = self.layout
-        start = prepare(layout, overwrite=s.overwrite, settings_json=s.to_json())
+        if s.dedup_from or s.revalidate_from:
+            # checked before anything is written: a source that is not a completed crawl is a
+            # usage error, not a failed run; lookup files are built here (streamed, cached)
+            self.previous = await open_previous(
+                s.dedup_from, s.revalidate_from, cache_dir=layout.state / "lookups"
+            )
+        try:
+            start = prepare(layout, overwrite=s.overwrite, settings_json=s.to_json())
+        except BaseException:
+            if self.previous is not None:
+                await self.previous.close()
+            raise
         self.resumed = start.resumed
         if start.resumed and start.previous_status == STATUS_COMPLETED:
             return CrawlResult(
@@ -394,7 +408,9 @@ class Crawler:
             heritrix=layout.heritrix_log if s.heritrix_log else None,
         )
         self.log = self._crawl_log.bind()
-        self._check_disk(at_start=True)
+        if self.previous is not None:
+            for warning in self.previous.warnings:
+                self.log.warning("dedup-source", warning=warning)
         gate = HostGate(
             concurrency=s.per_host_concurrency,
             delay=s.per_host_delay or 0.0,
@@ -407,6 +423,7 @@ class Crawler:
         status: str = STATUS_FAILED
         reason: str | None = "not started"
         try:
+            self._check_disk(at_start=True)
             info = await frontier.open()
             self.log.info(
                 "crawl-start",
@@ -431,6 +448,9 @@ class Crawler:
             policy = await self._address_policy(seeds)
             self.fetcher = Fetcher(self._fetch_config(), policy)
             await self.fetcher.start()
+            if self.previous is not None:
+                # this run's own index first, then the earlier crawls (only lookups reach them)
+                self.dedup = LayeredDigestIndex(self.dedup, self.previous)
             self.writer = Writer(
                 WriterConfig(
                     directory=layout.warcs,
@@ -453,11 +473,9 @@ class Crawler:
             )
             status, reason = await self._crawl(frontier)
         except ArchiverError as exc:
-            status, reason = (
-                (STATUS_INTERRUPTED, str(exc))
-                if isinstance(exc, WriteError)
-                else (STATUS_FAILED, str(exc))
-            )
+            # a full disk (at start or while writing) is resumable once space is back
+            resumable = isinstance(exc, WriteError) or type(exc) is OutputError
+            status, reason = (STATUS_INTERRUPTED if resumable else STATUS_FAILED), str(exc)
             if self.log is not None:
                 self.log.error("crawl-error", error=str(exc))
         finally:
@@ -605,17 +623,26 @@ class Crawler:
                 if wait > 0:
                     await asyncio.sleep(wait)
         assert self.fetcher is not None
+        previous = self.previous
+        revalidation = await previous.revalidation(item.url) if previous is not None else None
+        headers = referer_header(item)
+        if revalidation is not None:
+            headers = {**(headers or {}), **revalidation.headers}
         try:
-            exchange = await self.fetcher.fetch(item.url, referer_header(item))
+            exchange = await self.fetcher.fetch(item.url, headers)
         except FetchError as exc:
             if counts_as_page and s.max_pages is not None:
                 self._pages_reserved -= 1
             return self._failed(item, exc)
-        written = await self._archive(exchange)
+        written = await self._archive(exchange, revalidation)
         captures.append(written)
         if counts_as_page and s.max_pages is not None and 300 <= exchange.status < 400:
             self._pages_reserved -= 1  # a redirect hop is not a page
-        await self._discover(item, exchange)
+        content = exchange
+        if previous is not None and revalidation is not None and exchange.status == 304:
+            # a 304 has no body: links and the page entry come from the earlier capture
+            content = await previous.original_exchange(exchange, revalidation)
+        await self._discover(item, content)
         return self._outcome(item, exchange, written)
 
     async def _robots_reports(self) -> None:
@@ -644,7 +671,9 @@ class Crawler:
         captures.append(await self._archive(exchange))
         return exchange
 
-    async def _archive(self, ex: Exchange) -> WrittenCapture:
+    async def _archive(
+        self, ex: Exchange, revalidation: Revalidation | None = None
+    ) -> WrittenCapture:
         """Records for the exchange (a revisit when the payload was already stored), written.
 
         An identical payload being written right now by another worker is waited for, so two
@@ -652,8 +681,11 @@ class Crawler:
         """
         assert self.writer is not None
         capture: PendingCapture | None = None
+        if revalidation is not None and ex.status == 304 and self.previous is not None:
+            # a 304 to a conditional request: a server-not-modified revisit (issue 6)
+            capture = self.previous.not_modified(self.factory, ex, revalidation)
         digest = ex.payload_digest
-        dedupable = (
+        dedupable = capture is None and (
             self.settings.dedup
             and ex.status == 200
             and ex.truncated is None
@@ -947,6 +979,8 @@ class Crawler:
                 await self.frontier.close()
         with contextlib.suppress(Exception):
             await self.dedup.close()
+        if self.previous is not None:
+            await self.previous.close()  # idempotent; also when the run stopped before wrapping
         if self._pages_file is not None:
             self._pages_file.close()
         layout = self.layout
@@ -959,7 +993,26 @@ class Crawler:
                 )
             except OSError as exc:
                 status, reason = STATUS_INTERRUPTED, f"writing the index failed: {exc}"
+        wacz_error = None
+        if self.settings.wacz and status in (STATUS_COMPLETED, STATUS_LIMIT):
+            # only a finished crawl is packaged (`archiver wacz DIR` packages any crawl later)
+            try:
+                await asyncio.to_thread(
+                    wacz.write_wacz,
+                    layout.root,
+                    layout.wacz,
+                    description=self.settings.description or None,
+                    software=software_string(),
+                    seeds=list(self._seeds),
+                    depends_on=self.previous.depends_on() if self.previous is not None else [],
+                )
+            except (OSError, OutputError) as exc:
+                wacz_error = str(exc)
+                if self.log is not None:
+                    self.log.error("wacz-error", error=wacz_error)
         summary = self._summary(status, reason)
+        if wacz_error is not None:
+            summary["wacz_error"] = wacz_error
         with contextlib.suppress(OSError):
             write_json_atomic(layout.summary, summary)
         if self.log is not None:
@@ -989,6 +1042,11 @@ class Crawler:
                 str(p.relative_to(self.layout.root)) for p in warc_files(self.layout.warcs)
             ],
             index=str(self.layout.index.relative_to(self.layout.root)),
+            wacz=self.layout.wacz.name if self.layout.wacz.exists() else None,
+            # what later runs deduplicating against this one inherit originals through, and
+            # the earlier WARC files this run's revisits need for replay (issue 6)
+            dedup_sources=self.previous.source_paths() if self.previous is not None else [],
+            depends_on=self.previous.depends_on() if self.previous is not None else [],
             traps=self.scope.trap_summary() if self.scope is not None else [],
             robots=(
                 dataclasses.asdict(self.robots.statistics()) if self.robots is not None else None

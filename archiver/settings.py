@@ -288,6 +288,16 @@ class Settings:
         short="-o",
         metavar="DIR",
     )
+    job: Path | None = setting(
+        None,
+        "crawl",
+        "Job directory for scheduled runs (instead of --output): each run goes to "
+        "JOB/runs/<UTC start time>/ under a job lock (a second run exits at once with code 4), "
+        "an interrupted run is resumed by the next one, and 'previous' in --dedup-from / "
+        "--revalidate-from names the job's newest completed run.",
+        parse_optional_path,
+        metavar="DIR",
+    )
     overwrite: bool = setting(
         False,
         "crawl",
@@ -678,7 +688,8 @@ class Settings:
     dedup_from: tuple[Path, ...] = setting(
         (),
         "dedup",
-        "Earlier completed crawl (directory or CDXJ file) to deduplicate against (repeatable).",
+        "Earlier completed crawl (directory or CDXJ file) to deduplicate against (repeatable); "
+        "with --job, 'previous' is the job's newest completed run.",
         parse_paths,
         metavar="PATH",
         repeat=True,
@@ -687,7 +698,8 @@ class Settings:
         (),
         "dedup",
         "Earlier crawl whose captures make requests conditional (If-None-Match / "
-        "If-Modified-Since); a 304 becomes a server-not-modified revisit (repeatable).",
+        "If-Modified-Since); a 304 becomes a server-not-modified revisit (repeatable); with "
+        "--job, 'previous' is the job's newest completed run.",
         parse_paths,
         metavar="PATH",
         repeat=True,
@@ -814,6 +826,8 @@ def validate(settings: Settings) -> None:
         raise SettingsError("--crawl-id", "is required with a redis:// frontier")
     if settings.compress_level > 9:
         raise SettingsError("--compress-level", "must be between 0 and 9")
+    if settings.job is not None and settings.output is not None:
+        raise SettingsError("--output", "cannot be combined with --job (runs go to JOB/runs/)")
 
 
 def read_lines_file(path: Path, option: str) -> list[str]:

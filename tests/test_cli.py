@@ -128,7 +128,16 @@ def subparsers() -> dict[str, argparse.ArgumentParser]:
 
 def test_every_subcommand_has_help(capsys: pytest.CaptureFixture[str]) -> None:
     names = sorted(subparsers())
-    assert names == ["crawl", "index", "replay", "report", "serve-sample", "verify", "version"]
+    assert names == [
+        "crawl",
+        "index",
+        "replay",
+        "report",
+        "serve-sample",
+        "verify",
+        "version",
+        "wacz",
+    ]
     top = archiver("--help")  # `crawl --help` runs as a subprocess below
     assert top.code == 0 and top.err == ""
     for name in names:
