@@ -51,6 +51,12 @@ CURRENT_RECORDER: contextvars.ContextVar[WireRecorder | None] = contextvars.Cont
 )
 
 
+@functools.cache
+def _empty_digest(algorithm: str) -> str:
+    """The digest of no bytes (the payload of every GET request)."""
+    return digest.digest_bytes(algorithm, b"")
+
+
 class IncompatibleAiohttpError(RuntimeError):
     """The installed aiohttp does not have the internals raw capture relies on."""
 
@@ -288,7 +294,10 @@ class WireRecorder:
         data = bytes(self.request)
         end = data.find(b"\r\n\r\n")
         body = data[end + 4 :] if end >= 0 else b""
-        return digest.digest_bytes(self.algorithm, data), digest.digest_bytes(self.algorithm, body)
+        payload = (
+            _empty_digest(self.algorithm) if not body else digest.digest_bytes(self.algorithm, body)
+        )
+        return digest.digest_bytes(self.algorithm, data), payload
 
     def detach(self) -> None:
         """Stop recording: the exchange is over (its connection may serve another one)."""

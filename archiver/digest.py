@@ -28,8 +28,30 @@ def new_hasher(algorithm: str) -> Hasher:
     return hashlib.new(algorithm)
 
 
+_B32 = "ABCDEFGHIJKLMNOPQRSTUVWXYZ234567"
+_B32_PAIRS = [a + b for a in _B32 for b in _B32]  # every 10-bit group as two characters
+
+
+def _b32_sha1(raw: bytes) -> str:
+    """Base32 of a 20-byte digest (160 bits: no padding). base64.b32encode is pure Python in
+    3.11 and costs ~5 us; sixteen 10-bit table lookups cost ~2.5 us, four times per capture."""
+    n = int.from_bytes(raw, "big")
+    p = _B32_PAIRS
+    return "".join(
+        [
+            p[(n >> 150) & 1023], p[(n >> 140) & 1023], p[(n >> 130) & 1023],
+            p[(n >> 120) & 1023], p[(n >> 110) & 1023], p[(n >> 100) & 1023],
+            p[(n >> 90) & 1023], p[(n >> 80) & 1023], p[(n >> 70) & 1023],
+            p[(n >> 60) & 1023], p[(n >> 50) & 1023], p[(n >> 40) & 1023],
+            p[(n >> 30) & 1023], p[(n >> 20) & 1023], p[(n >> 10) & 1023], p[n & 1023],
+        ]
+    )  # fmt: skip
+
+
 def label(algorithm: str, raw: bytes) -> str:
     """``algo:value`` as written in WARC-Block-Digest / WARC-Payload-Digest."""
+    if algorithm == "sha1" and len(raw) == 20:
+        return "sha1:" + _b32_sha1(raw)
     if algorithm == "sha1":
         return "sha1:" + base64.b32encode(raw).decode("ascii")
     return f"{algorithm}:{raw.hex()}"

@@ -54,13 +54,18 @@ def split_header_block(block: bytes) -> tuple[bytes, list[tuple[bytes, bytes]]]:
 
     Lines without a colon are skipped (they are kept in the stored bytes, just not interpreted).
     """
-    lines = re.split(rb"\r?\n", block)
-    start = lines[0]
+    lines = block.split(b"\n")
+    return lines[0].rstrip(b"\r"), _parse_header_lines(lines)
+
+
+def _parse_header_lines(lines: list[bytes]) -> list[tuple[bytes, bytes]]:
+    """The header fields of a block split at LF (its first line, the start line, skipped)."""
     headers: list[tuple[bytes, bytes]] = []
-    for line in lines[1:]:
+    for raw in lines[1:]:
+        line = raw[:-1] if raw.endswith(b"\r") else raw
         if not line:
             continue
-        if line[:1] in (b" ", b"\t") and headers:
+        if line[0] in (32, 9) and headers:  # obs-fold (RFC 9112 section 5.2)
             name, value = headers[-1]
             headers[-1] = (name, value + b" " + line.strip())
             continue
@@ -68,7 +73,7 @@ def split_header_block(block: bytes) -> tuple[bytes, list[tuple[bytes, bytes]]]:
         if not sep:
             continue
         headers.append((name.strip(), value.strip()))
-    return start, headers
+    return headers
 
 
 def header_values(headers: list[tuple[bytes, bytes]], name: bytes) -> list[bytes]:
@@ -289,25 +294,33 @@ class ResponseFramer:
         return used
 
     def _start_message(self, block: bytes) -> None:
-        lines = re.split(rb"\r?\n", block)
-        longest = max(len(line) for line in lines)
-        if longest > self.max_header_line:
-            raise HeadersTooLarge(f"header line of {longest} bytes (limit {self.max_header_line})")
+        lines = block.split(b"\n")
         if len(lines) - 1 > self.max_headers:
             raise HeadersTooLarge(f"{len(lines) - 1} header lines (limit {self.max_headers})")
-        start, headers = split_header_block(block)
+        longest = max(map(len, lines))
+        if longest > self.max_header_line:
+            raise HeadersTooLarge(f"header line of {longest} bytes (limit {self.max_header_line})")
+        start = lines[0].rstrip(b"\r")
         match = _STATUS_LINE.match(start + b"\r")
         if match is None:
             raise FramingError(f"invalid status line {start[:60]!r}")
         self.version = (int(match.group(1)), int(match.group(2)))
         self.status = int(match.group(3))
         self.reason = match.group(4) or b""
-        self.headers = headers
+        self.headers = headers = _parse_header_lines(lines)
         if 100 <= self.status < 200 and self.status != 101:
             return  # interim response; stay in HEADERS
         self.state = State.BODY
-        te = b",".join(header_values(headers, b"transfer-encoding")).lower()
-        lengths = {v.strip() for v in header_values(headers, b"content-length")}
+        te_values: list[bytes] = []
+        lengths: set[bytes] = set()
+        for name, value in headers:
+            if len(name) in (14, 17):
+                lname = name.lower()
+                if lname == b"content-length":
+                    lengths.add(value)
+                elif lname == b"transfer-encoding":
+                    te_values.append(value)
+        te = b",".join(te_values).lower()
         if self.method == "HEAD" or self.status in (204, 304) or 100 <= self.status < 200:
             self.framing = Framing.NONE
         elif te:
