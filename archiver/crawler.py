@@ -152,7 +152,13 @@ class Crawler:
         write_fn: Callable[..., int] | None = None,
     ) -> None:
         self.settings = settings
-        self.layout = Layout(settings.output or default_output(settings.seeds))
+        #: ``{hostname}-{pid}`` when several processes share the crawl (Redis frontier): it
+        #: names this process's state directory and its WARC series, so nothing collides
+        self.process_id: str | None = None
+        if settings.frontier.startswith(("redis://", "rediss://")):
+            self.process_id = safe_name_part(f"{socket.gethostname()}-{os.getpid()}")
+        output = settings.output or default_output(settings.seeds)
+        self.layout = Layout(output, process=self.process_id)
         self.console = console
         self.stats = CrawlStats()
         self.frontier: Frontier | None = frontier
@@ -350,9 +356,16 @@ class Crawler:
             return SqliteFrontier(self.layout.frontier_db, gate)
         from archiver.frontier.redis import RedisFrontier  # noqa: PLC0415 - optional backend
 
-        return RedisFrontier(
-            backend, self.settings.crawl_id or "", gate=gate, settings=self.settings
+        frontier = RedisFrontier(
+            backend,
+            self.settings.crawl_id or "",
+            gate=gate,
+            settings=self.settings,
+            process_id=self.process_id,
+            log=self.log,
         )
+        self.dedup = frontier.digest_index()  # revisits across every process of the crawl
+        return frontier
 
     # -- the run ----------------------------------------------------------------------------
 
@@ -456,7 +469,7 @@ class Crawler:
                     directory=layout.warcs,
                     index_directory=layout.journals,
                     prefix=s.warc_prefix or safe_name_part(layout.root.name, default="crawl"),
-                    host=safe_name_part(socket.gethostname()),
+                    host=self.process_id or safe_name_part(socket.gethostname()),
                     max_size=s.warc_size or 10**18,
                     fsync_interval=s.fsync_interval or 5.0,
                     compress_level=s.compress_level,
@@ -932,8 +945,12 @@ class Crawler:
     # -- resume -----------------------------------------------------------------------------
 
     async def _repair_open_warcs(self, frontier: Frontier) -> None:
-        """Cut each ``.open`` WARC back to its committed captures and close it (issue 5)."""
-        for path in sorted(self.layout.warcs.rglob("*.warc.gz.open")):
+        """Cut each ``.open`` WARC back to its committed captures and close it (issue 5).
+
+        In a directory shared by several processes only this process's own files are touched
+        (other processes' are closed by ``index.close_abandoned`` once they are dead)."""
+        own = "*.warc.gz.open" if self.process_id is None else f"*-{self.process_id}.warc.gz.open"
+        for path in sorted(self.layout.warcs.rglob(own)):
             final_name = path.name.removesuffix(".open")
             committed = await frontier.committed_captures(final_name)
             report = warcfile.repair(
@@ -974,9 +991,11 @@ class Crawler:
             self.stats.bytes_written = self.writer.stats.bytes
         if self.fetcher is not None:
             await self.fetcher.close()
+        last = True  # the last process of a shared crawl merges the index and packages it
         if self.frontier is not None:
             with contextlib.suppress(Exception):
                 await self.frontier.close()
+            last = getattr(self.frontier, "last_to_leave", True)
         with contextlib.suppress(Exception):
             await self.dedup.close()
         if self.previous is not None:
@@ -986,15 +1005,23 @@ class Crawler:
         layout = self.layout
         if layout.journals.exists():
             try:
-                index.build_index(
-                    [(layout.journals, "")],
-                    layout.index,
-                    cdx11=layout.cdx11 if self.settings.cdx11 else None,
-                )
-            except OSError as exc:
+                if layout.process is None:
+                    parts = [layout.journals]
+                else:  # this process's part; the last one to leave merges every part
+                    index.build_index([(layout.journals, "")], layout.part_index)
+                    if last:
+                        index.close_abandoned(layout.root)  # dead processes' .open files
+                    parts = index.journal_dirs(layout.root) if last else []
+                if parts:
+                    index.build_index(
+                        [(journals, "") for journals in parts],
+                        layout.index,
+                        cdx11=layout.cdx11 if self.settings.cdx11 else None,
+                    )
+            except (OSError, ArchiverError) as exc:
                 status, reason = STATUS_INTERRUPTED, f"writing the index failed: {exc}"
         wacz_error = None
-        if self.settings.wacz and status in (STATUS_COMPLETED, STATUS_LIMIT):
+        if self.settings.wacz and status in (STATUS_COMPLETED, STATUS_LIMIT) and last:
             # only a finished crawl is packaged (`archiver wacz DIR` packages any crawl later)
             try:
                 await asyncio.to_thread(

@@ -21,12 +21,16 @@ import os
 import tempfile
 from collections.abc import Iterable, Iterator
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import surt
 from warcio.archiveiterator import ArchiveIterator
 
 from archiver.models import WrittenRecord
 from archiver.records import cdx_mime
+
+if TYPE_CHECKING:
+    from archiver.output import Layout
 
 JOURNAL_SUFFIX = ".cdxj"
 CDX11_LEGEND = " CDX N b a m s k r M S V g"
@@ -242,37 +246,69 @@ def truncate_journal(journal: Path, size: int) -> int:
     return len(kept)
 
 
-def _journal_dir(crawl_dir: Path) -> Path:
-    return crawl_dir / "state" / "journals"
+def layouts(crawl_dir: Path) -> list[Layout]:
+    """The layouts writing into ``crawl_dir``: the single run's (``state/journals``), and/or
+    one per process sharing it (``state/{hostname}-{pid}/``, each with its lock; issue 7)."""
+    from archiver.output import Layout  # noqa: PLC0415 - output imports nothing from here
+
+    found = []
+    state = crawl_dir / "state"
+    if (state / "journals").is_dir():
+        found.append(Layout(crawl_dir))
+    if state.is_dir():
+        for child in sorted(state.iterdir()):
+            if child.is_dir() and (child / "lock").exists():
+                found.append(Layout(crawl_dir, process=child.name))
+    return found
+
+
+def journal_dirs(crawl_dir: Path) -> list[Path]:
+    """Every journal directory of a crawl directory (one per process when shared)."""
+    return [layout.journals for layout in layouts(crawl_dir) if layout.journals.is_dir()]
 
 
 def close_abandoned(crawl_dir: Path) -> list[Path]:
     """Close ``.open`` WARCs a dead process left in ``crawl_dir``: cut to whole captures,
-    rename, and rebuild their journals by reading them. Refuses while a run holds the lock."""
-    from archiver import warcfile  # noqa: PLC0415 - only needed for abandoned files
-    from archiver.output import Layout, OutputLock  # noqa: PLC0415
+    rename, and rebuild their journals by reading them. Refuses while a run holds the lock of
+    a single-run directory; in a shared one, the files of live processes are left alone.
 
-    layout = Layout(crawl_dir)
+    A dead process of a Redis crawl had URLs in flight; their leases expired and other
+    processes fetched them again, so each of those may be captured twice (both whole)."""
+    from archiver import warcfile  # noqa: PLC0415 - only needed for abandoned files
+    from archiver.errors import LockedError  # noqa: PLC0415
+    from archiver.output import OutputLock  # noqa: PLC0415
+
     closed: list[Path] = []
-    opened = sorted(layout.warcs.rglob("*.warc.gz.open")) if layout.warcs.is_dir() else []
-    if not opened:
-        return closed
-    with OutputLock(layout.lock_file):
-        for path in opened:
-            report = warcfile.repair(path)
-            final = path.with_name(path.name.removesuffix(".open"))
-            journal = layout.journals / (final.name + JOURNAL_SUFFIX)
-            if report.kept_size == 0:
-                path.unlink()
-                journal.unlink(missing_ok=True)
-                continue
-            path.rename(final)
-            layout.journals.mkdir(parents=True, exist_ok=True)
-            lines = scan_warc(final)
-            tmp = journal.with_name(journal.name + ".tmp")
-            tmp.write_text("".join(line + "\n" for line in lines), encoding="utf-8")
-            os.replace(tmp, journal)
-            closed.append(final)
+    for layout in layouts(crawl_dir):
+        pattern = "*.warc.gz.open" if layout.process is None else f"*-{layout.process}.warc.gz.open"
+        opened = sorted(layout.warcs.rglob(pattern)) if layout.warcs.is_dir() else []
+        if not opened:
+            continue
+        lock = OutputLock(layout.lock_file)
+        try:
+            lock.acquire()
+        except LockedError:
+            if layout.process is None:
+                raise
+            continue  # a live process: its files are still being written
+        try:
+            for path in opened:
+                report = warcfile.repair(path)
+                final = path.with_name(path.name.removesuffix(".open"))
+                journal = layout.journals / (final.name + JOURNAL_SUFFIX)
+                if report.kept_size == 0:
+                    path.unlink()
+                    journal.unlink(missing_ok=True)
+                    continue
+                path.rename(final)
+                layout.journals.mkdir(parents=True, exist_ok=True)
+                lines = scan_warc(final)
+                tmp = journal.with_name(journal.name + ".tmp")
+                tmp.write_text("".join(line + "\n" for line in lines), encoding="utf-8")
+                os.replace(tmp, journal)
+                closed.append(final)
+        finally:
+            lock.release()
     return closed
 
 
@@ -288,13 +324,14 @@ def index_paths(
     paths = list(paths)
     if not paths:
         raise ValueError("no paths to index")
-    journal_dirs: list[Path] = []
+    found_dirs: list[Path] = []
     loose: list[Path] = []
     for path in paths:
-        if path.is_dir() and _journal_dir(path).is_dir():
+        if path.is_dir() and journal_dirs(path):
             close_abandoned(path)
-            journal_dirs.append(_journal_dir(path))
-            journaled = {p.name.removesuffix(JOURNAL_SUFFIX) for p in journals(_journal_dir(path))}
+            here = journal_dirs(path)
+            found_dirs += here
+            journaled = {p.name.removesuffix(JOURNAL_SUFFIX) for d in here for p in journals(d)}
             warc_dir = path / "warcs"
             for warc in sorted(warc_dir.rglob("*.warc.gz")) if warc_dir.is_dir() else []:
                 if warc.name not in journaled:
@@ -308,7 +345,7 @@ def index_paths(
         output = base / "index.cdxj"
 
     def all_lines() -> Iterator[str]:
-        for directory in journal_dirs:
+        for directory in found_dirs:
             yield from _read_lines(journals(directory))
         for warc in loose:
             yield from scan_warc(warc)

@@ -13,6 +13,11 @@
       state/journals/*.cdxj    per-WARC index lines written by the writer
       state/lock               held while a run writes here
 
+With a Redis frontier (issue 7) the processes of one crawl on one machine share the directory:
+``warcs/`` and ``index.cdxj`` (merged by the last process to leave, or ``archiver index``) are
+shared, and each process keeps its own state, log and summary in ``state/{hostname}-{pid}/``
+(``Layout(root, process=...)``); its WARC names carry the same ``{hostname}-{pid}``.
+
 A directory is never wiped silently: starting over needs ``--overwrite``, and even then only
 archiver's own files are removed.
 """
@@ -52,6 +57,8 @@ _OWNED = (
 @dataclass(frozen=True, slots=True)
 class Layout:
     root: Path
+    #: ``{hostname}-{pid}`` when several processes share the directory (Redis frontier)
+    process: str | None = None
 
     @property
     def warcs(self) -> Path:
@@ -59,7 +66,14 @@ class Layout:
 
     @property
     def state(self) -> Path:
+        if self.process is not None:
+            return self.root / "state" / self.process
         return self.root / "state"
+
+    @property
+    def part_index(self) -> Path:
+        """This process's own sorted index (its part of the shared one)."""
+        return self.state / "index.cdxj"
 
     @property
     def journals(self) -> Path:
@@ -87,15 +101,15 @@ class Layout:
 
     @property
     def log(self) -> Path:
-        return self.root / "crawl.log.jsonl"
+        return (self.state if self.process else self.root) / "crawl.log.jsonl"
 
     @property
     def heritrix_log(self) -> Path:
-        return self.root / "crawl.log"
+        return (self.state if self.process else self.root) / "crawl.log"
 
     @property
     def summary(self) -> Path:
-        return self.root / "summary.json"
+        return (self.state if self.process else self.root) / "summary.json"
 
     @property
     def wacz(self) -> Path:
@@ -185,6 +199,11 @@ def prepare(layout: Layout, *, overwrite: bool, settings_json: dict[str, Any]) -
     """
     root = layout.root
     previous = read_status(layout) if root.exists() else None
+    if overwrite and layout.process is not None:
+        raise OutputExistsError(
+            "--overwrite would delete the other processes' files: with a redis:// frontier, "
+            "start over with a new --crawl-id and --output"
+        )
     if overwrite and root.exists():
         for name in _OWNED:
             path = root / name
@@ -207,6 +226,8 @@ def prepare(layout: Layout, *, overwrite: bool, settings_json: dict[str, Any]) -
             if root.exists()
             else []
         )
+        if layout.process is not None:  # the other processes of the crawl write here too
+            others = [name for name in others if name not in _OWNED]
         if others:
             raise OutputExistsError(
                 f"{root} is not empty and holds no archiver crawl ({', '.join(sorted(others)[:5])}"
