@@ -17,6 +17,7 @@ error instead of hanging it: every lease is always handed back with ``task_done`
 from __future__ import annotations
 
 import asyncio
+import collections
 import contextlib
 import dataclasses
 import importlib.metadata
@@ -39,6 +40,8 @@ from archiver.errors import (
     ArchiverError,
     BlockedAddressError,
     FetchError,
+    FrontierError,
+    FrontierUnavailableError,
     OutputError,
     SettingsError,
     WriteError,
@@ -46,6 +49,7 @@ from archiver.errors import (
 from archiver.fetch import FetchConfig, Fetcher
 from archiver.frontier.base import Frontier, Lease
 from archiver.frontier.memory import MemoryFrontier
+from archiver.frontier.sqlite import SqliteDigestIndex, SqliteFrontier
 from archiver.log import CrawlLog, crawl_logger
 from archiver.models import (
     MAX_REDIRECTS,
@@ -182,6 +186,8 @@ class Crawler:
         self._pages_reserved = 0
         #: URLs recently queued, and (URL, hop) recently rejected by scope: repeats skip work
         self._recent_queued: set[str] = set()
+        #: per WARC file: captures written whose lease outcome is not yet handed to the frontier
+        self._uncommitted: collections.Counter[str] = collections.Counter()
         #: payload digests whose first copy is being written right now
         self._dedup_in_flight: dict[str, asyncio.Future[Original | None]] = {}
         self._recent_rejected: set[tuple[str, str]] = set()
@@ -351,8 +357,6 @@ class Crawler:
         if backend == "memory":
             return MemoryFrontier(gate)
         if backend == "sqlite":
-            from archiver.frontier.sqlite import SqliteFrontier  # noqa: PLC0415 - optional backend
-
             return SqliteFrontier(self.layout.frontier_db, gate)
         from archiver.frontier.redis import RedisFrontier  # noqa: PLC0415 - optional backend
 
@@ -438,6 +442,9 @@ class Crawler:
         try:
             self._check_disk(at_start=True)
             info = await frontier.open()
+            if isinstance(frontier, SqliteFrontier):
+                # within-crawl dedup that survives resume and keeps no digest in the heap
+                self.dedup = SqliteDigestIndex(frontier)
             self.log.info(
                 "crawl-start",
                 seeds=list(seeds),
@@ -477,6 +484,7 @@ class Crawler:
                 ),
                 self.factory,
                 write_fn=self._write_fn or os.write,
+                auto_seal=False,
             )
             self.writer.start()
             self._pages_file = open(layout.pages, "a", encoding="utf-8")  # noqa: SIM115, ASYNC230
@@ -487,7 +495,12 @@ class Crawler:
             status, reason = await self._crawl(frontier)
         except ArchiverError as exc:
             # a full disk (at start or while writing) is resumable once space is back
-            resumable = isinstance(exc, WriteError) or type(exc) is OutputError
+            # a full disk or a frontier failing mid-crawl is resumable once fixed; a backend
+            # that cannot be reached at all is a failed start
+            resumable = (
+                isinstance(exc, (WriteError, FrontierError))
+                and not isinstance(exc, FrontierUnavailableError)
+            ) or type(exc) is OutputError
             status, reason = (STATUS_INTERRUPTED if resumable else STATUS_FAILED), str(exc)
             if self.log is not None:
                 self.log.error("crawl-error", error=str(exc))
@@ -550,6 +563,26 @@ class Crawler:
                 self.log.error("disk-space", error=str(exc))
                 self._stop(STATUS_INTERRUPTED, str(exc))
                 return
+            await self._seal_committed()
+
+    async def _seal_committed(self) -> None:
+        """Give rotated WARC files their final names once every capture in them is committed
+        by the frontier. Until then they stay ``.open``, so a crash leaves them to the resume
+        repair, which keeps only committed captures: nothing is captured twice."""
+        writer, frontier = self.writer, self.frontier
+        if writer is None or frontier is None:
+            return
+        names = [name for name in writer.retired() if self._uncommitted[name] <= 0]
+        if not names:
+            return
+        try:
+            await frontier.flush()
+            await asyncio.to_thread(writer.seal, names)
+        except (FrontierError, WriteError, OSError) as exc:
+            self.log.warning("seal-deferred", files=names, error=str(exc))
+            return
+        for name in names:
+            self._uncommitted.pop(name, None)
 
     def _check_disk(self, *, at_start: bool = False) -> None:
         floor = self.settings.min_free_disk
@@ -570,9 +603,7 @@ class Crawler:
         while not self._stopping:
             lease = await frontier.get()
             if self._stopping:
-                await frontier.task_done(
-                    lease, TaskResult(Outcome.RETRY, retry_after=0.0, reason="stopping")
-                )
+                frontier.give_back(lease)
                 return
             self._busy += 1
             captures: list[WrittenCapture] = []
@@ -580,7 +611,7 @@ class Crawler:
                 result = await self._process(lease, captures)
             except asyncio.CancelledError:
                 raise
-            except WriteError as exc:
+            except (WriteError, FrontierError) as exc:
                 self._stop(STATUS_INTERRUPTED, str(exc))
                 self.log.error("write-error", url=lease.item.url, error=str(exc))
                 return  # the lease stays in flight: a resumed crawl fetches it again
@@ -598,16 +629,23 @@ class Crawler:
                 result = TaskResult(Outcome.FAILED, reason=FailReason.INTERNAL)
             finally:
                 self._busy -= 1
-            await frontier.task_done(
-                lease,
-                TaskResult(
-                    result.outcome,
-                    captures=tuple(captures),
-                    status=result.status,
-                    reason=result.reason,
-                    retry_after=result.retry_after,
-                ),
-            )
+            try:
+                await frontier.task_done(
+                    lease,
+                    TaskResult(
+                        result.outcome,
+                        captures=tuple(captures),
+                        status=result.status,
+                        reason=result.reason,
+                        retry_after=result.retry_after,
+                    ),
+                )
+            except FrontierError as exc:
+                self._stop(STATUS_INTERRUPTED, str(exc))
+                self.log.error("frontier-error", url=lease.item.url, error=str(exc))
+                return
+            for capture in captures:
+                self._uncommitted[capture.filename] -= 1
 
     async def _process(self, lease: Lease, captures: list[WrittenCapture]) -> TaskResult:
         item = lease.item
@@ -721,6 +759,8 @@ class Crawler:
         revisit = capture.records[0].record_type == "revisit"
         try:
             written = await self.writer.write(capture)
+            # not sealed (renamed from .open) until the frontier committed this capture
+            self._uncommitted[written.filename] += 1
             primary = written.primary
             if pending is not None and primary is not None:
                 original = Original(primary.record_id, primary.target_uri, primary.date)
@@ -989,6 +1029,10 @@ class Crawler:
             if self.writer.failure is not None and status == STATUS_COMPLETED:
                 status, reason = STATUS_INTERRUPTED, str(self.writer.failure)
             self.stats.bytes_written = self.writer.stats.bytes
+            # files with uncommitted captures (an immediate stop, a failed frontier) stay .open
+            # for the resume repair; the others get their final names
+            with contextlib.suppress(TimeoutError):
+                await asyncio.wait_for(self._seal_committed(), timeout=60)
         if self.fetcher is not None:
             await self.fetcher.close()
         last = True  # the last process of a shared crawl merges the index and packages it

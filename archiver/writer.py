@@ -35,6 +35,7 @@ import errno
 import os
 import re
 import socket
+import threading
 import time
 import types
 import zlib
@@ -136,6 +137,7 @@ class Writer:
         *,
         write_fn: WriteFn = os.write,
         queue_size: int = 256,
+        auto_seal: bool = True,
     ) -> None:
         self.config = config
         self.factory = factory
@@ -149,6 +151,10 @@ class Writer:
         self._serial = self._next_serial()
         self._failure: WriteError | None = None
         self.closed_files: list[Path] = []
+        #: seal files as soon as they are closed (standalone use); the crawler seals itself
+        self._auto_seal = auto_seal
+        self._retired: dict[str, Path] = {}
+        self._retired_lock = threading.Lock()
 
     # -- coroutine side ----------------------------------------------------------------------
 
@@ -391,6 +397,7 @@ class Writer:
             self._close_file()
 
     def _close_file(self) -> None:
+        """Close the current file (fsynced). It keeps its ``.open`` name until sealed."""
         handle = self._file
         if handle is None:
             return
@@ -400,13 +407,39 @@ class Writer:
             os.fsync(handle.fd)
         finally:
             os.close(handle.fd)
-        final = handle.path.with_name(handle.final_name)
-        if final.exists():  # never clobber: keep the .open name and say so
-            raise WriteError(f"{final} appeared while writing {handle.path}; left as .open")
-        os.rename(handle.path, final)
-        fsync_directory(handle.path.parent)
-        self.closed_files.append(final)
         self.stats.current_file = None
+        with self._retired_lock:
+            self._retired[handle.final_name] = handle.path
+        if self._auto_seal:
+            self.seal([handle.final_name])
+
+    def retired(self) -> list[str]:
+        """Final names of closed files still called ``.open`` (written, not yet sealed)."""
+        with self._retired_lock:
+            return list(self._retired)
+
+    def seal(self, names: Iterable[str]) -> list[Path]:
+        """Rename closed files from ``.open`` to their final names, then fsync the directory.
+
+        The crawler seals a file only once the frontier has durably committed every capture in
+        it: resume repairs only ``.open`` files, so a file sealed earlier could hold captures
+        whose URLs a resumed crawl would fetch again.
+        """
+        sealed: list[Path] = []
+        with self._retired_lock:
+            for name in names:
+                path = self._retired.pop(name, None)
+                if path is None:
+                    continue
+                final = path.with_name(name)
+                if final.exists():  # never clobber: keep the .open name and say so
+                    raise WriteError(f"{final} appeared while writing {path}; left as .open")
+                os.rename(path, final)
+                sealed.append(final)
+        if sealed:
+            fsync_directory(sealed[0].parent)
+            self.closed_files.extend(sealed)
+        return sealed
 
 
 def fsync_directory(directory: Path) -> None:

@@ -72,11 +72,7 @@ async def make(
         gate = HostGate(clock=clock, **options)
         frontier: Frontier
         if request.param == "memory":
-            memory = MemoryFrontier(gate)
-            # MemoryFrontier builds its HostScheduler on time.monotonic, not on the gate's clock
-            # (the fix for memory.py is reported); the scheduler must read the gate's clock.
-            memory.scheduler._clock = gate.clock
-            frontier = memory
+            frontier = MemoryFrontier(gate)
         else:
             frontier = SqliteFrontier(tmp_path / f"frontier-{len(opened)}.sqlite", gate)
         await frontier.open()

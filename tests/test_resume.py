@@ -120,6 +120,10 @@ def start(url: str, out: Path, *extra: str) -> subprocess.Popen[str]:
         "--sitemaps",
         "off",
         "--quiet",
+        # small files: kills also land around rotations, where a file is closed while some
+        # of its captures' outcomes are not yet committed (it must stay .open until they are)
+        "--warc-size",
+        "150KB",
         *extra,
     ]
     return subprocess.Popen(
@@ -224,7 +228,8 @@ def test_a_damaged_open_warc_is_repaired_on_resume(
     server, paths, hits = site
     out = tmp_path / "crawl"
     assert kill_after(start(server.url("/"), out), hits, rng.randint(400, 800), rng)
-    (open_file,) = (out / "warcs").glob("*.warc.gz.open")
+    # the file being written (rotated files may also still be .open, awaiting their commits)
+    open_file = max((out / "warcs").glob("*.warc.gz.open"))
     records = [r for r in warcfile.iter_records(open_file) if isinstance(r, warcfile.RecordInfo)]
     if damage == "cut-last-member":
         last = records[-1]
@@ -234,8 +239,7 @@ def test_a_damaged_open_warc_is_repaired_on_resume(
         with open(open_file, "ab") as fh:
             fh.write(b"\x1f\x8b\x08\x00garbage after the last member\r\n" * 50)
     resume_to_completion(server.url("/"), out)
-    (repair,) = log_events(out, "warc-repaired")
-    assert repair["file"] == open_file.name
+    (repair,) = [e for e in log_events(out, "warc-repaired") if e["file"] == open_file.name]
     assert repair["damage"]  # the damaged tail was found, logged and cut
     assert repair["removed_bytes"] > 0
     assert_complete(out, server, paths)

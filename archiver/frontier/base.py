@@ -79,6 +79,15 @@ class Frontier(Protocol):
         robots.txt); returns the seconds to wait before sending it."""
         ...
 
+    def give_back(self, lease: Lease) -> None:
+        """Return a lease no worker started (a stop began): queued again, no try counted."""
+        ...
+
+    async def flush(self) -> None:
+        """Wait until every call made so far is durable in the backend (before WARC files
+        whose captures it committed are sealed)."""
+        ...
+
     async def committed_captures(self, filename: str) -> set[tuple[int, int]]:
         """``(start, end)`` of every capture in WARC ``filename`` committed by ``task_done``.
 

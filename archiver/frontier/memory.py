@@ -13,6 +13,7 @@ ready.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import heapq
 import itertools
 import math
@@ -174,6 +175,9 @@ class HostScheduler:
         except asyncio.CancelledError:
             if future.done() and not future.cancelled():
                 self.give_back(future.result())
+            else:
+                with contextlib.suppress(ValueError):
+                    self._waiters.remove(future)
             raise
 
     def give_back(self, lease: Lease) -> None:
@@ -202,7 +206,9 @@ class MemoryFrontier:
         self._done = 0
         self._failed = 0
         self._skipped = 0
-        self.scheduler = HostScheduler(self.gate, self._pop_item, self._has_items, self._append)
+        self.scheduler = HostScheduler(
+            self.gate, self._pop_item, self._has_items, self._append, clock=self.gate.clock
+        )
 
     async def open(self) -> ResumeInfo:
         return ResumeInfo()
@@ -285,6 +291,12 @@ class MemoryFrontier:
 
     def reserve(self, host: str) -> float:
         return self.gate.reserve(host)
+
+    def give_back(self, lease: Lease) -> None:
+        self.scheduler.give_back(lease)
+
+    async def flush(self) -> None:
+        return None
 
     async def committed_captures(self, filename: str) -> set[tuple[int, int]]:
         return set()  # nothing persists: a memory crawl is never resumed

@@ -1183,6 +1183,9 @@ class RedisFrontier:
             self._flush_at = min(self._flush_at, time.monotonic() + self.ack_interval)
         self._kick()
 
+    def give_back(self, lease: Lease) -> None:
+        self._give_back([lease])
+
     def _give_back(self, leases: list[Lease]) -> None:
         for lease in leases:
             self.gate.release(lease.host)
