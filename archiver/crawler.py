@@ -463,6 +463,10 @@ class Crawler:
                 exempt_requisites=s.robots_exempt_requisites,
                 max_crawl_delay=s.max_crawl_delay,
                 set_host_delay=frontier.set_host_delay,
+                # processes sharing a crawl (Redis) share robots.txt fetches too
+                shared=robots_cache()
+                if (robots_cache := getattr(frontier, "robots_cache", None))
+                else None,
             )
             self.sitemaps = SitemapPolicy(enabled=s.sitemaps == "on", max_redirects=s.max_redirects)
             policy = await self._address_policy(seeds)

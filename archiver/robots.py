@@ -51,6 +51,7 @@ import time
 from collections import OrderedDict
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
+from typing import Protocol
 
 from protego import Protego
 
@@ -242,6 +243,27 @@ class _Fetched:
     status: int | None
     redirects: int
     error: str | None = None
+    body: bytes = b""  #: the parsed text (content coding removed), for the shared cache
+    last_url: str = ""  #: the last hop of a redirect chain
+
+
+@dataclass(frozen=True, slots=True)
+class CachedRobots:
+    """A robots.txt as fetched: enough for any process to parse it again."""
+
+    body: bytes  #: content coding removed (what ``parse_robots`` reads)
+    status: int | None  #: HTTP status; None when the fetch failed (unreachable)
+    fetched_at: float  #: Unix time of the fetch (wall clock: processes on several machines)
+    url: str = ""  #: where the body came from (the last hop of a redirect chain)
+
+
+class RobotsCache(Protocol):
+    """Where processes sharing one crawl share robots.txt fetches (Redis: RedisRobotsCache):
+    one process fetches and archives an origin's robots.txt, the others parse its copy."""
+
+    async def get(self, origin: str) -> CachedRobots | None: ...
+
+    async def set(self, origin: str, entry: CachedRobots, ttl: float = ...) -> None: ...
 
 
 @dataclass(slots=True)
@@ -273,6 +295,7 @@ class Robots:
         max_redirects: int = MAX_ROBOTS_REDIRECTS,
         max_origins: int = MAX_CACHED_ORIGINS,
         clock: Clock = time.monotonic,
+        shared: RobotsCache | None = None,
     ) -> None:
         self.agent = agent
         self.token = product_token(agent)
@@ -286,6 +309,7 @@ class Robots:
         self.max_origins = max_origins
         self._set_host_delay = set_host_delay
         self._clock = clock
+        self._shared = shared
         self._cache: OrderedDict[str, _Entry] = OrderedDict()
         self._pending: dict[str, asyncio.Future[None]] = {}
         self._reports: list[RobotsReport] = []
@@ -323,11 +347,52 @@ class Robots:
         future: asyncio.Future[None] = asyncio.get_running_loop().create_future()
         self._pending[origin] = future
         try:
-            return self._store(origin, await self._fetch(robots_url(url), fetch))
+            if self._shared is not None:
+                copy = await self._shared.get(origin)
+                if copy is not None:
+                    return self._adopt(origin, copy)
+            fetched = await self._fetch(robots_url(url), fetch)
+            rules = self._store(origin, fetched)
+            verdict = fetched.rules.verdict
+            if self._shared is not None and verdict is not Verdict.BLOCKED:
+                # what others need to reach the same verdict: a parsed body, an "unavailable"
+                # status, or no status at all for "unreachable" (retried sooner)
+                known = verdict in (Verdict.PARSED, Verdict.UNAVAILABLE)
+                shared_copy = CachedRobots(
+                    fetched.body if known else b"",
+                    fetched.status if known else None,
+                    time.time(),
+                    fetched.last_url,
+                )
+                await self._shared.set(
+                    origin, shared_copy, self.cache_ttl if known else self.retry_after
+                )
+            return rules
         finally:
             # If this fetch was cancelled nothing was stored: a waiter loops and fetches itself.
             del self._pending[origin]
             future.set_result(None)
+
+    def _adopt(self, origin: str, copy: CachedRobots) -> RobotsRules:
+        """Rules from another process's fetch (a shared crawl): parsed here, cached here until
+        the copy expires, its Crawl-delay applied; no fetch, no report."""
+        status = copy.status
+        if status is not None and 200 <= status < 300:
+            rules = parse_robots(copy.body, self.token, url=copy.url, max_bytes=self.max_bytes)
+            ttl = self.cache_ttl
+        elif status is not None and 300 <= status < 500 and status != 429:
+            rules, ttl = ALLOW_ALL, self.cache_ttl
+        else:
+            rules, ttl = DISALLOW_ALL, self.retry_after
+        remaining = max(copy.fetched_at + ttl - time.time(), 1.0)
+        self._cache[origin] = _Entry(rules, self._clock() + remaining)
+        self._cache.move_to_end(origin)
+        if rules.crawl_delay is not None and self._set_host_delay is not None:
+            delay = rules.crawl_delay
+            if self.max_crawl_delay is not None:
+                delay = min(delay, self.max_crawl_delay)
+            self._set_host_delay(urls.host_port(origin + "/"), delay)
+        return rules
 
     def cached(self, url: str) -> RobotsRules | None:
         """The unexpired rules for ``url``'s origin, without fetching (None if unknown)."""
@@ -372,8 +437,8 @@ class Robots:
                 return _Fetched(first, DISALLOW_ALL, None, hop, str(exc))
             status = exchange.status
             if 200 <= status < 300:
-                rules, error = self._parse(exchange, url)
-                return _Fetched(first, rules, status, hop, error)
+                rules, error, body = self._parse(exchange, url)
+                return _Fetched(first, rules, status, hop, error, body, url)
             if 300 <= status < 400:
                 location = exchange.header("Location")
                 target = urls.resolve(url, location) if location else None
@@ -388,10 +453,10 @@ class Robots:
             return _Fetched(first, DISALLOW_ALL, status, hop, f"HTTP {status}")
         return _Fetched(first, ALLOW_ALL, status, self.max_redirects, "too many redirects")
 
-    def _parse(self, exchange: Exchange, url: str) -> tuple[RobotsRules, str | None]:
+    def _parse(self, exchange: Exchange, url: str) -> tuple[RobotsRules, str | None, bytes]:
         if exchange.truncated in (Truncation.TIME, Truncation.DISCONNECT, Truncation.UNSPECIFIED):
             # A file cut short may have lost the very rule that matters: unreachable.
-            return DISALLOW_ALL, f"robots.txt cut short ({exchange.truncated.value})"
+            return DISALLOW_ALL, f"robots.txt cut short ({exchange.truncated.value})", b""
         try:
             body = decode_content(
                 exchange.body or b"",
@@ -399,8 +464,8 @@ class Robots:
                 limit=self.max_bytes + 1,
             )
         except ContentDecodingError as exc:
-            return DISALLOW_ALL, str(exc)
-        return parse_robots(body, self.token, url=url, max_bytes=self.max_bytes), None
+            return DISALLOW_ALL, str(exc), b""
+        return parse_robots(body, self.token, url=url, max_bytes=self.max_bytes), None, body
 
     def _store(self, origin: str, fetched: _Fetched) -> RobotsRules:
         """Cache the outcome, apply its Crawl-delay, queue its report; the rules in force."""

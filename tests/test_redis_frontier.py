@@ -13,6 +13,7 @@ import socket
 import time
 from collections import Counter
 from collections.abc import AsyncIterator, Awaitable, Callable, Iterator
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
@@ -23,14 +24,15 @@ from archiver.crawler import Crawler
 from archiver.errors import FrontierError, FrontierUnavailableError
 from archiver.frontier.base import Frontier, Lease
 from archiver.frontier.redis import (
-    CachedRobots,
     RedisFrontier,
     decode_item,
     encode_item,
 )
-from archiver.models import CrawlItem, Outcome, TaskResult, WrittenCapture
+from archiver.models import CrawlItem, Exchange, Outcome, TaskResult, WrittenCapture
 from archiver.politeness import HostGate
 from archiver.records import Original
+from archiver.robots import CachedRobots, Robots
+from archiver.spool import Spool
 from tests.conftest import fast_settings
 from tests.support.redis_server import RedisServer
 from tests.support.site import SiteServer
@@ -701,3 +703,39 @@ async def test_lease_holds_item_and_host(make: Factory) -> None:
     assert isinstance(lease, Lease)
     assert lease.item == item and lease.host == "a.test:8080"
     await frontier.task_done(lease, DONE)
+
+
+async def test_processes_share_robots_txt_fetches(make: Factory) -> None:
+    """Two processes of one crawl: the first fetches (and archives) robots.txt, the second
+    parses the shared copy: same verdicts, the Crawl-delay applied, no second fetch."""
+    one, two = await make(), await make()
+    fetched: list[str] = []
+    body = b"User-agent: *\nDisallow: /private\nCrawl-delay: 3\n"
+
+    async def fetch(url: str) -> Exchange:
+        fetched.append(url)
+        response = b"HTTP/1.1 200 OK\r\nContent-Length: %d\r\n\r\n" % len(body) + body
+        return Exchange(
+            target_uri=url,
+            date=datetime.now(UTC),
+            request=b"",
+            response=Spool.from_bytes(response),
+            response_length=len(response),
+            status=200,
+            headers=[],
+            block_digest="",
+            payload_digest="",
+            payload_length=len(body),
+            request_block_digest="",
+            request_payload_digest="",
+            body=body,
+        )
+
+    delays: list[tuple[str, float]] = []
+    first = Robots(shared=one.robots_cache(), set_host_delay=lambda h, d: delays.append((h, d)))
+    second = Robots(shared=two.robots_cache(), set_host_delay=lambda h, d: delays.append((h, d)))
+    page, private = CrawlItem("http://a.test/page"), CrawlItem("http://a.test/private/x")
+    assert await first.allowed(page, fetch) and not await first.allowed(private, fetch)
+    assert await second.allowed(page, fetch) and not await second.allowed(private, fetch)
+    assert fetched == ["http://a.test/robots.txt"]
+    assert delays == [("a.test", 3.0), ("a.test", 3.0)]

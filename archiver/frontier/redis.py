@@ -169,6 +169,7 @@ from archiver.frontier.base import Lease
 from archiver.models import CrawlItem, FrontierStats, Outcome, ResumeInfo, TaskResult
 from archiver.politeness import HostGate
 from archiver.records import Original
+from archiver.robots import CachedRobots
 from archiver.urls import host_port
 
 T = TypeVar("T")
@@ -1523,25 +1524,6 @@ class RedisDigestIndex:
 
 
 # -- robots.txt cache -----------------------------------------------------------------------------
-
-
-@dataclass(frozen=True, slots=True)
-class CachedRobots:
-    """A robots.txt as fetched: enough to parse it again in any process."""
-
-    body: bytes  #: as received, content coding removed (what ``parse_robots`` reads)
-    status: int | None  #: HTTP status, None when the fetch failed (unreachable)
-    fetched_at: float  #: Unix time of the fetch (wall clock: processes on several machines)
-    url: str = ""  #: where the body came from (the last hop of a redirect chain)
-
-
-class RobotsCache(Protocol):
-    """Where robots.txt fetches are shared between processes (proposed for
-    :mod:`archiver.robots`; the Redis implementation is :class:`RedisRobotsCache`)."""
-
-    async def get(self, origin: str) -> CachedRobots | None: ...
-
-    async def set(self, origin: str, entry: CachedRobots, ttl: float = ROBOTS_TTL) -> None: ...
 
 
 class RedisRobotsCache:
