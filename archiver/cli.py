@@ -18,6 +18,7 @@ from pathlib import Path
 from typing import Any, NoReturn
 
 from archiver import __version__
+from archiver.assemble import software_string
 from archiver.crawler import (
     EXIT_FAILED,
     EXIT_INTERRUPTED,
@@ -26,7 +27,6 @@ from archiver.crawler import (
     EXIT_USAGE,
     Crawler,
     CrawlResult,
-    software_string,
 )
 from archiver.errors import ArchiverError, LockedError, SettingsError
 from archiver.progress import Display, human_bytes

@@ -20,49 +20,49 @@ import asyncio
 import collections
 import contextlib
 import dataclasses
-import importlib.metadata
 import json
 import math
 import os
-import platform
 import shutil
 import socket
 import time
 import traceback
-from collections.abc import Awaitable, Callable, Iterable
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import IO, Any, Protocol
+from typing import IO, Any
 
-from archiver import __version__, index, links, records, urls, wacz, warcfile
+from archiver import __version__, index, wacz
+from archiver.assemble import (
+    address_policy,
+    default_output,
+    fetch_config,
+    scope_rules,
+    seed_list,
+    software_string,
+    warcinfo_fields,
+)
 from archiver.dedup import DigestIndex, MemoryDigestIndex
 from archiver.errors import (
     ArchiverError,
-    BlockedAddressError,
-    FetchError,
     FrontierError,
     FrontierUnavailableError,
     OutputError,
-    SettingsError,
     WriteError,
 )
-from archiver.fetch import FetchConfig, Fetcher
-from archiver.frontier.base import Frontier, Lease
+from archiver.fetch import Fetcher
+from archiver.frontier.base import Frontier
 from archiver.frontier.memory import MemoryFrontier
 from archiver.frontier.sqlite import SqliteDigestIndex, SqliteFrontier
 from archiver.log import CrawlLog, crawl_logger
 from archiver.models import (
     MAX_REDIRECTS,
     CrawlItem,
-    Exchange,
     FailReason,
-    Hop,
     Outcome,
-    SkipReason,
     TaskResult,
     WrittenCapture,
 )
-from archiver.netguard import AddressPolicy
 from archiver.output import (
     STATUS_COMPLETED,
     STATUS_FAILED,
@@ -75,13 +75,15 @@ from archiver.output import (
     write_json_atomic,
     write_status,
 )
-from archiver.politeness import HostGate, parse_retry_after
-from archiver.records import Original, PendingCapture, RecordFactory, warc_date
-from archiver.recrawl import LayeredDigestIndex, PreviousCrawls, Revalidation, open_previous
-from archiver.robots import Robots, RobotsReport, RobotsStats
-from archiver.scope import Scope, ScopeRules, seeds_in_order
-from archiver.settings import Settings, read_lines_file
-from archiver.sitemaps import SitemapPolicy, is_sitemap
+from archiver.pipeline import Pipeline
+from archiver.politeness import HostGate
+from archiver.records import RecordFactory
+from archiver.recrawl import LayeredDigestIndex, PreviousCrawls, open_previous
+from archiver.resume import repair_open_warcs
+from archiver.robots import Robots
+from archiver.scope import Scope
+from archiver.settings import Settings
+from archiver.sitemaps import SitemapPolicy
 from archiver.stats import CrawlStats
 from archiver.writer import Writer, WriterConfig, safe_name_part, warc_files
 
@@ -91,31 +93,7 @@ EXIT_USAGE = 2
 EXIT_INTERRUPTED = 3
 EXIT_LOCKED = 4
 
-#: failures worth another try later (RFC 9110 5xx, connection trouble)
-TRANSIENT = {
-    FailReason.CONNECT,
-    FailReason.TIMEOUT,
-    FailReason.DISCONNECT,
-    FailReason.DNS,
-}
-RETRY_BASE_SECONDS = 2.0
 DISK_CHECK_SECONDS = 2.0
-RECENT_LIMIT = 200_000
-HTML_TYPES = ("text/html", "application/xhtml+xml")
-
-
-#: Fetch a URL and archive the exchange as part of the current lease (used for robots.txt).
-ArchiveFetch = Callable[[str], Awaitable[Exchange]]
-
-
-class RobotsChecker(Protocol):
-    """What the crawler asks of robots.txt handling (see :mod:`archiver.robots`)."""
-
-    async def allowed(self, item: CrawlItem, fetch: ArchiveFetch) -> bool: ...
-
-    def take_reports(self) -> list[RobotsReport]: ...
-
-    def statistics(self) -> RobotsStats: ...
 
 
 @dataclass(slots=True)
@@ -134,18 +112,11 @@ class CrawlResult:
     summary: dict[str, Any] = field(default_factory=dict)
 
 
-def default_output(seeds: Iterable[str]) -> Path:
-    for seed in seeds:
-        try:
-            host = urls.hostname(urls.normalize_url(seed))
-        except urls.InvalidURLError:
-            continue
-        return Path("crawls") / safe_name_part(host, default="crawl")
-    return Path("crawls") / "crawl"
-
-
 class Crawler:
     """One crawl run. ``await Crawler(settings).run()``; ``request_stop()`` from a signal."""
+
+    #: what processes each lease (a subclass can be given, e.g. to test how a bug is handled)
+    pipeline_class: type[Pipeline] = Pipeline
 
     def __init__(
         self,
@@ -169,7 +140,8 @@ class Crawler:
         self.fetcher: Fetcher | None = None
         self.writer: Writer | None = None
         self.scope: Scope | None = None
-        self.robots: RobotsChecker | None = None
+        self.robots: Robots | None = None
+        self.pipeline: Pipeline | None = None
         self.sitemaps = SitemapPolicy(enabled=False)
         self.dedup: DigestIndex = MemoryDigestIndex()
         #: --dedup-from / --revalidate-from sources (issue 6), opened when the run starts
@@ -183,14 +155,6 @@ class Crawler:
         self._stop_event: asyncio.Event | None = None
         self._final: tuple[str, str | None] | None = None
         self._busy = 0
-        self._pages_reserved = 0
-        #: URLs recently queued, and (URL, hop) recently rejected by scope: repeats skip work
-        self._recent_queued: set[str] = set()
-        #: per WARC file: captures written whose lease outcome is not yet handed to the frontier
-        self._uncommitted: collections.Counter[str] = collections.Counter()
-        #: payload digests whose first copy is being written right now
-        self._dedup_in_flight: dict[str, asyncio.Future[Original | None]] = {}
-        self._recent_rejected: set[tuple[str, str]] = set()
         self._pages_file: IO[str] | None = None
         self._seeds: tuple[str, ...] = ()
         self.resumed = False
@@ -244,114 +208,6 @@ class Crawler:
 
     # -- set-up -----------------------------------------------------------------------------
 
-    def _seed_list(self) -> tuple[str, ...]:
-        raw = list(self.settings.seeds)
-        if self.settings.seeds_file is not None:
-            raw += read_lines_file(self.settings.seeds_file, "--seeds-file")
-        seeds = []
-        for seed in raw:
-            try:
-                seeds.append(urls.normalize_url(seed if "://" in seed else "http://" + seed))
-            except urls.InvalidURLError as exc:
-                raise SettingsError("seeds", f"{seed!r} is not an http(s) URL: {exc}") from None
-        if not seeds:
-            raise SettingsError("seeds", "give at least one seed URL (or --seeds-file)")
-        return seeds_in_order(seeds)
-
-    def _scope_rules(self, seeds: tuple[str, ...]) -> ScopeRules:
-        s = self.settings
-        exclude = list(s.exclude)
-        if s.exclude_file is not None:
-            exclude += read_lines_file(s.exclude_file, "--exclude-file")
-        return ScopeRules(
-            seeds=seeds,
-            mode=s.scope,
-            include=s.include,
-            exclude=tuple(exclude),
-            max_depth=s.max_depth,
-            page_requisites=s.page_requisites,
-            max_url_length=s.max_url_length,
-            max_path_segments=s.max_path_segments,
-            max_segment_repeats=s.max_segment_repeats,
-            max_query_key_repeats=s.max_query_key_repeats,
-            max_pattern_depth=s.max_pattern_depth,
-            max_urls_per_host=s.max_urls_per_host,
-        )
-
-    async def _address_policy(self, seeds: tuple[str, ...]) -> AddressPolicy:
-        """The seeds' own addresses and ports are always allowed (SPEC-NOTES section D)."""
-        s = self.settings
-        policy = AddressPolicy(allow_private=s.allow_private)
-        overrides = dict(s.resolve)
-        loop = asyncio.get_running_loop()
-        for seed in seeds:
-            _, host, port = urls.scheme_host_port(seed)
-            if host in overrides:
-                policy.allow(overrides[host], port)
-                continue
-            try:
-                infos = await loop.getaddrinfo(host, port, type=socket.SOCK_STREAM)
-            except OSError:
-                continue  # the fetch will fail with a DNS error, logged there
-            for info in infos:
-                policy.allow(str(info[4][0]), port)
-        return policy
-
-    def _fetch_config(self) -> FetchConfig:
-        s = self.settings
-        return FetchConfig(
-            connections=max(s.workers, 1),
-            user_agent=s.user_agent,
-            accept_encoding=s.accept_encoding,
-            algorithm=s.digest,
-            connect_timeout=s.connect_timeout or 30.0,
-            read_timeout=s.read_timeout or 3600.0,
-            fetch_timeout=s.fetch_timeout or 24 * 3600.0,
-            max_body=s.max_body_size,
-            max_header_bytes=s.max_header_size,
-            keep_body=8 * 1024 * 1024,
-            tls_verify=s.tls_verify,
-            resolve=dict(s.resolve),
-            extra_headers=dict(s.header),
-        )
-
-    def _warcinfo(self) -> tuple[tuple[str, str], ...]:
-        s = self.settings
-        digest_policy = (
-            f"WARC-Block-Digest: {s.digest} of the stored block; WARC-Payload-Digest: {s.digest} "
-            "of the entity body with the transfer coding removed and the content coding kept "
-            "(WARC 1.1 section 5.9, iipc/warc-specifications#22); sha1 in Base32, others Base16"
-        )
-        robots = "rfc9309 (obey)" if s.robots == "obey" else "ignore"
-        if s.robots == "obey" and s.robots_exempt_requisites:
-            robots += "; page requisites exempt"
-        tls = (
-            "strict (unverifiable servers are not fetched)"
-            if s.tls_verify
-            else (
-                "capture-anyway (failed certificate verifications are recorded in metadata records)"
-            )
-        )
-        fields = [
-            ("software", software_string()),
-            ("format", "WARC File Format 1.1"),
-            (
-                "conformsTo",
-                "https://iipc.github.io/warc-specifications/specifications/warc-format/warc-1.1/",
-            ),
-            ("hostname", socket.gethostname()),
-            ("operator", s.operator),
-            ("description", s.description),
-            ("isPartOf", s.crawl_id or self.layout.root.name),
-            ("http-header-user-agent", s.user_agent),
-            ("robots", robots),
-            ("digest-policy", digest_policy),
-            ("tls-policy", tls),
-            ("request-records", "as sent, not redacted"),
-            ("crawl-settings", s.to_json_text()),
-        ]
-        return tuple(fields)
-
     def _make_frontier(self, gate: HostGate) -> Frontier:
         backend = self.settings.frontier
         if backend == "memory":
@@ -376,7 +232,7 @@ class Crawler:
     async def run(self) -> CrawlResult:
         """Run the crawl to completion, a limit, a stop request or a fatal error."""
         self._stop_event = asyncio.Event()
-        seeds = self._seed_list()
+        seeds = seed_list(self.settings)
         self._seeds = seeds
         layout = self.layout
         layout.root.mkdir(parents=True, exist_ok=True)
@@ -455,8 +311,8 @@ class Crawler:
                 requeued_in_flight=info.requeued_in_flight,
             )
             if start.resumed:
-                await self._repair_open_warcs(frontier)
-            self.scope = Scope(self._scope_rules(seeds))
+                await repair_open_warcs(layout, frontier, self.log, process_id=self.process_id)
+            self.scope = Scope(scope_rules(s, seeds))
             self.robots = Robots(
                 agent=s.robots_agent,
                 obey=s.robots == "obey",
@@ -469,8 +325,8 @@ class Crawler:
                 else None,
             )
             self.sitemaps = SitemapPolicy(enabled=s.sitemaps == "on", max_redirects=s.max_redirects)
-            policy = await self._address_policy(seeds)
-            self.fetcher = Fetcher(self._fetch_config(), policy)
+            policy = await address_policy(s, seeds)
+            self.fetcher = Fetcher(fetch_config(s), policy)
             await self.fetcher.start()
             if self.previous is not None:
                 # this run's own index first, then the earlier crawls (only lookups reach them)
@@ -484,7 +340,7 @@ class Crawler:
                     max_size=s.warc_size or 10**18,
                     fsync_interval=s.fsync_interval or 5.0,
                     compress_level=s.compress_level,
-                    warcinfo_fields=self._warcinfo(),
+                    warcinfo_fields=warcinfo_fields(s, layout.root.name),
                 ),
                 self.factory,
                 write_fn=self._write_fn or os.write,
@@ -492,7 +348,22 @@ class Crawler:
             )
             self.writer.start()
             self._pages_file = open(layout.pages, "a", encoding="utf-8")  # noqa: SIM115, ASYNC230
-            await self._put(
+            self.pipeline = self.pipeline_class(
+                settings=s,
+                stats=self.stats,
+                log=self.log,
+                frontier=frontier,
+                fetcher=self.fetcher,
+                writer=self.writer,
+                scope=self.scope,
+                robots=self.robots,
+                sitemaps=self.sitemaps,
+                dedup=self.dedup,
+                previous=self.previous,
+                factory=self.factory,
+                pages_file=self._pages_file,
+            )
+            await self.pipeline.put(
                 [CrawlItem(url=seed, redirects_left=s.max_redirects) for seed in seeds]
                 + self.sitemaps.start_items(seeds)
             )
@@ -573,10 +444,11 @@ class Crawler:
         """Give rotated WARC files their final names once every capture in them is committed
         by the frontier. Until then they stay ``.open``, so a crash leaves them to the resume
         repair, which keeps only committed captures: nothing is captured twice."""
-        writer, frontier = self.writer, self.frontier
+        writer, frontier, pipeline = self.writer, self.frontier, self.pipeline
         if writer is None or frontier is None:
             return
-        names = [name for name in writer.retired() if self._uncommitted[name] <= 0]
+        uncommitted = pipeline.uncommitted if pipeline is not None else collections.Counter()
+        names = [name for name in writer.retired() if uncommitted[name] <= 0]
         if not names:
             return
         try:
@@ -586,7 +458,7 @@ class Crawler:
             self.log.warning("seal-deferred", files=names, error=str(exc))
             return
         for name in names:
-            self._uncommitted.pop(name, None)
+            uncommitted.pop(name, None)
 
     def _check_disk(self, *, at_start: bool = False) -> None:
         floor = self.settings.min_free_disk
@@ -602,8 +474,8 @@ class Crawler:
     # -- one worker -------------------------------------------------------------------------
 
     async def _worker(self, number: int) -> None:
-        frontier = self.frontier
-        assert frontier is not None
+        frontier, pipeline = self.frontier, self.pipeline
+        assert frontier is not None and pipeline is not None
         while not self._stopping:
             lease = await frontier.get()
             if self._stopping:
@@ -612,7 +484,9 @@ class Crawler:
             self._busy += 1
             captures: list[WrittenCapture] = []
             try:
-                result = await self._process(lease, captures)
+                result = await pipeline.process(lease, captures)
+                if pipeline.limit is not None:
+                    self._stop(STATUS_LIMIT, pipeline.limit)
             except asyncio.CancelledError:
                 raise
             except (WriteError, FrontierError) as exc:
@@ -648,378 +522,7 @@ class Crawler:
                 self._stop(STATUS_INTERRUPTED, str(exc))
                 self.log.error("frontier-error", url=lease.item.url, error=str(exc))
                 return
-            for capture in captures:
-                self._uncommitted[capture.filename] -= 1
-
-    async def _process(self, lease: Lease, captures: list[WrittenCapture]) -> TaskResult:
-        item = lease.item
-        s = self.settings
-        counts_as_page = not item.is_requisite and not is_sitemap(item)
-        if counts_as_page and s.max_pages is not None:
-            if self._pages_reserved >= s.max_pages:
-                self._stop(STATUS_LIMIT, f"max-pages of {s.max_pages} reached")
-                return self._skipped(item, SkipReason.BUDGET)
-            self._pages_reserved += 1
-        if s.max_bytes is not None and self.stats.bytes_received >= s.max_bytes:
-            self._stop(STATUS_LIMIT, f"max-bytes of {s.max_bytes} reached")
-            return self._skipped(item, SkipReason.BUDGET)
-        if self.robots is not None:
-            allowed = await self.robots.allowed(
-                item, lambda url: self._fetch_archived(url, captures)
-            )
-            await self._robots_reports()
-            if not allowed:
-                if counts_as_page and s.max_pages is not None:
-                    self._pages_reserved -= 1
-                return self._skipped(item, SkipReason.ROBOTS)
-            if captures:  # robots.txt was fetched in this lease: the page is one more request
-                assert self.frontier is not None
-                wait = self.frontier.reserve(lease.host)
-                if wait > 0:
-                    await asyncio.sleep(wait)
-        assert self.fetcher is not None
-        previous = self.previous
-        revalidation = await previous.revalidation(item.url) if previous is not None else None
-        headers = referer_header(item)
-        if revalidation is not None:
-            headers = {**(headers or {}), **revalidation.headers}
-        try:
-            exchange = await self.fetcher.fetch(item.url, headers)
-        except FetchError as exc:
-            if counts_as_page and s.max_pages is not None:
-                self._pages_reserved -= 1
-            return self._failed(item, exc)
-        written = await self._archive(exchange, revalidation)
-        captures.append(written)
-        if counts_as_page and s.max_pages is not None and 300 <= exchange.status < 400:
-            self._pages_reserved -= 1  # a redirect hop is not a page
-        content = exchange
-        if previous is not None and revalidation is not None and exchange.status == 304:
-            # a 304 has no body: links and the page entry come from the earlier capture
-            content = await previous.original_exchange(exchange, revalidation)
-        await self._discover(item, content)
-        return self._outcome(item, exchange, written)
-
-    async def _robots_reports(self) -> None:
-        """Log what robots.txt fetches found and queue the sitemaps they list."""
-        assert self.robots is not None
-        for report in self.robots.take_reports():
-            self.log.info(
-                "robots",
-                url=report.url,
-                verdict=report.verdict.value,
-                status=report.status,
-                redirects=report.redirects,
-                crawl_delay=report.crawl_delay,
-                sitemaps=len(report.sitemaps),
-                truncated=report.truncated,
-                kept_cached_copy=report.kept_cached_copy,
-                error=report.error,
-            )
-            if report.sitemaps:
-                await self._put(self.sitemaps.from_robots(report.url, report.sitemaps))
-
-    async def _fetch_archived(self, url: str, captures: list[WrittenCapture]) -> Exchange:
-        """Fetch and archive ``url`` as part of the current lease (robots.txt, sitemaps)."""
-        assert self.fetcher is not None
-        exchange = await self.fetcher.fetch(url)
-        captures.append(await self._archive(exchange))
-        return exchange
-
-    async def _archive(
-        self, ex: Exchange, revalidation: Revalidation | None = None
-    ) -> WrittenCapture:
-        """Records for the exchange (a revisit when the payload was already stored), written.
-
-        An identical payload being written right now by another worker is waited for, so two
-        copies fetched at the same moment still become one response and one revisit.
-        """
-        assert self.writer is not None
-        capture: PendingCapture | None = None
-        if revalidation is not None and ex.status == 304 and self.previous is not None:
-            # a 304 to a conditional request: a server-not-modified revisit (issue 6)
-            capture = self.previous.not_modified(self.factory, ex, revalidation)
-        digest = ex.payload_digest
-        dedupable = capture is None and (
-            self.settings.dedup
-            and ex.status == 200
-            and ex.truncated is None
-            and ex.payload_length >= max(self.settings.dedup_min_size, 1)
-        )
-        pending: asyncio.Future[Original | None] | None = None
-        if dedupable:
-            in_flight = self._dedup_in_flight.get(digest)
-            original = await asyncio.shield(in_flight) if in_flight else None
-            if original is None:
-                original = await self.dedup.lookup(digest)
-            if original is not None:
-                capture = self.factory.revisit(ex, original)
-                self.stats.dedup_bytes_saved += ex.response_length
-            else:
-                pending = asyncio.get_running_loop().create_future()
-                self._dedup_in_flight[digest] = pending
-        if capture is None:
-            capture = self.factory.capture(ex)
-        revisit = capture.records[0].record_type == "revisit"
-        try:
-            written = await self.writer.write(capture)
-            # not sealed (renamed from .open) until the frontier committed this capture
-            self._uncommitted[written.filename] += 1
-            primary = written.primary
-            if pending is not None and primary is not None:
-                original = Original(primary.record_id, primary.target_uri, primary.date)
-                await self.dedup.add(digest, original)
-                pending.set_result(original)
-        finally:
-            if pending is not None:
-                if not pending.done():
-                    pending.set_result(None)  # the write failed: waiters store their own copy
-                self._dedup_in_flight.pop(digest, None)
-        self.stats.bytes_written = self.writer.stats.bytes
-        self.stats.capture(
-            url=ex.target_uri,
-            host=urls.host_port(ex.target_uri),
-            status=ex.status,
-            mime=records.cdx_mime(ex.header("Content-Type")),
-            size=ex.response_length,
-            revisit=revisit,
-            is_page=ex.content_type in HTML_TYPES and 200 <= ex.status < 300,
-            truncated=ex.truncated.value if ex.truncated else None,
-        )
-        return written
-
-    async def _discover(self, item: CrawlItem, ex: Exchange) -> None:
-        """Queue the redirect target or the links of the response."""
-        children: list[CrawlItem] = []
-        if 300 <= ex.status < 400:
-            location = ex.header("Location")
-            if location:
-                target = urls.resolve(item.url, location)
-                if target is None:
-                    self._skip_log(item.url, location, SkipReason.SCHEME)
-                elif item.redirects_left <= 0:
-                    self._skip_log(item.url, target, SkipReason.REDIRECT_LIMIT)
-                else:
-                    children.append(item.child(target, Hop.REDIRECT))
-        elif is_sitemap(item):
-            listed = self.sitemaps.children(item, ex)
-            if listed.error is not None:
-                self.log.warning("sitemap-error", url=item.url, error=listed.error)
-            if listed.sitemap is not None:
-                self.log.info(
-                    "sitemap",
-                    url=item.url,
-                    kind=listed.sitemap.kind,
-                    urls=len(listed.sitemap.urls),
-                    skipped=listed.sitemap.skipped,
-                    truncated=listed.sitemap.truncated,
-                )
-            children.extend(listed.items)
-        elif 200 <= ex.status < 300 and ex.body is not None:
-            found = self._extract(item, ex)
-            if found is not None:
-                if ex.content_type in HTML_TYPES and not item.is_requisite:
-                    self._record_page(ex, found.title)
-                queued, rejected = self._recent_queued, self._recent_rejected
-                for url in found.pages:
-                    if url not in queued and (url, Hop.LINK) not in rejected:
-                        children.append(item.child(url, Hop.LINK))
-                for url in found.requisites:
-                    if url not in queued and (url, Hop.EMBED) not in rejected:
-                        children.append(item.child(url, Hop.EMBED))
-        if children:
-            await self._put(children)
-
-    def _extract(self, item: CrawlItem, ex: Exchange) -> links.Links | None:
-        if ex.content_type not in (*HTML_TYPES, "text/css"):
-            return None
-        try:
-            found = links.extract(
-                ex.body or b"",
-                item.url,
-                ex.content_type,
-                ex.header("Content-Encoding"),
-                max_links=self.settings.max_links_per_page,
-            )
-        except links.ContentDecodingError as exc:
-            self.log.warning("extract-error", url=item.url, error=str(exc))
-            return None
-        if found.truncated:
-            self.log.warning(
-                "links-truncated", url=item.url, limit=self.settings.max_links_per_page
-            )
-        return found
-
-    def _record_page(self, ex: Exchange, title: str | None) -> None:
-        if self._pages_file is None:
-            return
-        entry = {"url": ex.target_uri, "ts": warc_date(ex.date), "title": title}
-        self._pages_file.write(json.dumps(entry, ensure_ascii=False) + "\n")
-
-    async def _put(self, items: list[CrawlItem]) -> None:
-        """Scope-check discovered items and queue the accepted ones (the frontier drops the
-        ones it has seen). Remembers recent outcomes so the navigation links repeated on every
-        page cost a dict lookup, not a scope check and a frontier call (bounded memory)."""
-        assert self.frontier is not None and self.scope is not None
-        accepted = []
-        queued, rejected = self._recent_queued, self._recent_rejected
-        for child in items:
-            reason = self.scope.check(child)
-            if reason is None:
-                self.scope.accepted(child)  # counted at once: the next link sees the budget
-                accepted.append(child)
-                continue
-            self.stats.skip(reason)
-            self._skip_log(child.via, child.url, reason)
-            if reason not in (SkipReason.DEPTH, SkipReason.HOST_BUDGET):
-                # depth and budgets can change for the same URL found elsewhere: not cached
-                rejected.add((child.url, Hop.EMBED if child.is_requisite else Hop.LINK))
-        if accepted:
-            new = {item.url for item in await self.frontier.put_many(accepted)}
-            for child in accepted:
-                if child.url not in new:
-                    self.scope.unaccepted(child)  # seen before: not queued, uses no budget
-            queued.update(child.url for child in accepted)
-        if len(queued) > RECENT_LIMIT:
-            queued.clear()
-        if len(rejected) > RECENT_LIMIT:
-            rejected.clear()
-
-    # -- outcomes ---------------------------------------------------------------------------
-
-    def _skip_log(self, via: str | None, url: str, reason: SkipReason) -> None:
-        self.log.info("skip", url=url, via=via, reason=reason.value)
-
-    def _skipped(self, item: CrawlItem, reason: SkipReason) -> TaskResult:
-        self.stats.skip(reason)
-        self._skip_log(item.via, item.url, reason)
-        return TaskResult(Outcome.SKIPPED, reason=reason.value)
-
-    def _retry_delay(self, item: CrawlItem) -> float:
-        cap = self.settings.max_retry_after or 600.0
-        return float(min(RETRY_BASE_SECONDS * 2**item.tries, cap))
-
-    def _failed(self, item: CrawlItem, exc: FetchError) -> TaskResult:
-        if isinstance(exc, BlockedAddressError):
-            # the SSRF guard's refusal, not a failure of the host: skipped, never retried, and
-            # the host is not paused for it
-            self.stats.skip(SkipReason.BLOCKED_ADDRESS)
-            self.log.info(
-                "skip",
-                url=item.url,
-                via=item.via,
-                reason=SkipReason.BLOCKED_ADDRESS.value,
-                error=str(exc),
-            )
-            return TaskResult(Outcome.SKIPPED, reason=SkipReason.BLOCKED_ADDRESS.value)
-        reason = exc.reason
-        retry = reason in TRANSIENT and item.tries + 1 < self.settings.max_tries
-        self._fetch_log(
-            item, None, outcome="retry" if retry else "failed", reason=reason, error=str(exc)
-        )
-        if retry:
-            self.stats.retries += 1
-            return TaskResult(
-                Outcome.RETRY, reason=reason.value, retry_after=self._retry_delay(item)
-            )
-        self.stats.failure(reason.value)
-        return TaskResult(Outcome.FAILED, reason=reason.value)
-
-    def _outcome(self, item: CrawlItem, ex: Exchange, written: WrittenCapture) -> TaskResult:
-        status = ex.status
-        retry_after = parse_retry_after(ex.header("Retry-After"))
-        if status >= 500 or status == 429:  # noqa: SIM102 - the retry rule reads better apart
-            if item.tries + 1 < self.settings.max_tries:
-                self.stats.retries += 1
-                delay = retry_after if retry_after is not None else self._retry_delay(item)
-                self._fetch_log(item, ex, written, outcome="retry")
-                return TaskResult(
-                    Outcome.RETRY,
-                    status=status,
-                    retry_after=delay,
-                    reason=FailReason.THROTTLED.value
-                    if status == 429
-                    else FailReason.SERVER_ERROR.value,
-                )
-        self._fetch_log(item, ex, written, outcome="captured")
-        return TaskResult(Outcome.DONE, status=status, retry_after=retry_after)
-
-    def _fetch_log(
-        self,
-        item: CrawlItem,
-        ex: Exchange | None,
-        written: WrittenCapture | None = None,
-        **extra: Any,
-    ) -> None:
-        event: dict[str, Any] = {
-            "url": item.url,
-            "depth": item.depth,
-            "hops": item.hops,
-            "via": item.via,
-            "retries": item.tries,
-        }
-        if ex is not None:
-            event.update(
-                status=ex.status,
-                size=ex.response_length,
-                payload_size=ex.payload_length,
-                fetch_began=warc_date(ex.date),
-                mime=records.cdx_mime(ex.header("Content-Type")),
-                duration=round(ex.duration, 4),
-                digest=ex.payload_digest,
-                ip=ex.ip_address,
-            )
-            if ex.truncated is not None:
-                event["truncated"] = ex.truncated.value
-            if ex.protocol_error:
-                event["protocol_error"] = ex.protocol_error
-        if written is not None:
-            primary = written.primary
-            event.update(
-                warc=written.filename,
-                offset=written.start,
-                record=primary.record_type if primary else None,
-            )
-        task = asyncio.current_task()
-        if task is not None:
-            event["worker"] = task.get_name()  # "worker-3": crawl.log's thread field "#003"
-        event.update(extra)
-        self.log.info("fetch", **event)
-
-    # -- resume -----------------------------------------------------------------------------
-
-    async def _repair_open_warcs(self, frontier: Frontier) -> None:
-        """Cut each ``.open`` WARC back to its committed captures and close it (issue 5).
-
-        In a directory shared by several processes only this process's own files are touched
-        (other processes' are closed by ``index.close_abandoned`` once they are dead)."""
-        own = "*.warc.gz.open" if self.process_id is None else f"*-{self.process_id}.warc.gz.open"
-        for path in sorted(self.layout.warcs.rglob(own)):
-            final_name = path.name.removesuffix(".open")
-            committed = await frontier.committed_captures(final_name)
-            report = warcfile.repair(
-                path, keep=_committed_filter(committed) if frontier.persistent else None
-            )
-            requeued = await frontier.uncommit_captures(final_name, report.kept_size)
-            journal = self.layout.journals / (final_name + index.JOURNAL_SUFFIX)
-            index.truncate_journal(journal, report.kept_size)
-            self.log.warning(
-                "warc-repaired",
-                file=path.name,
-                kept_bytes=report.kept_size,
-                removed_bytes=report.removed_bytes,
-                dropped_captures=len(report.dropped),
-                damage=report.damage,
-                requeued=requeued,
-            )
-            if report.kept_size == 0:
-                path.unlink()
-                journal.unlink(missing_ok=True)
-                continue
-            final = path.with_name(final_name)
-            if final.exists():
-                raise OutputError(f"cannot close {path}: {final} exists")
-            path.rename(final)
+            pipeline.committed(captures)
 
     # -- shutdown ---------------------------------------------------------------------------
 
@@ -1164,37 +667,6 @@ class Crawler:
             wacz=layout.wacz if layout.wacz.exists() else None,
             summary=_read_json(layout.summary),
         )
-
-
-def referer_header(item: CrawlItem) -> dict[str, str] | None:
-    """``Referer`` as a browser would send it: the page that linked here, unless that would
-    leak an https URL to plain http (the default referrer policy's downgrade rule)."""
-    via = item.via
-    if via is None or (via.startswith("https:") and item.url.startswith("http:")):
-        return None
-    return {"Referer": via}
-
-
-def _committed_filter(committed: set[tuple[int, int]]) -> Callable[[warcfile.Capture], bool]:
-    """Keep a capture on resume only if the frontier committed it (warcinfo always)."""
-
-    def keep(capture: warcfile.Capture) -> bool:
-        first = capture.records[0].record_type if capture.records else ""
-        return first == "warcinfo" or (capture.start, capture.end) in committed
-
-    return keep
-
-
-def software_string() -> str:
-    """``archiver/X (aiohttp/Y; warcio/Z; Python W)`` for warcinfo and the summary."""
-    parts = []
-    for dist in ("aiohttp", "warcio", "selectolax"):
-        try:
-            parts.append(f"{dist}/{importlib.metadata.version(dist)}")
-        except importlib.metadata.PackageNotFoundError:
-            continue
-    parts.append(f"Python {platform.python_version()}")
-    return f"archiver/{__version__} ({'; '.join(parts)})"
 
 
 def _read_json(path: Path) -> dict[str, Any]:

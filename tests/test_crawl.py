@@ -18,6 +18,7 @@ from warcio.archiveiterator import ArchiveIterator
 
 from archiver import verify
 from archiver.crawler import Crawler
+from archiver.pipeline import Pipeline
 from tests.conftest import fast_settings, run_crawl
 from tests.support.pywb import PywbReplay
 from tests.support.site import SiteServer
@@ -279,11 +280,14 @@ async def test_concurrency_never_exceeds_workers(tmp_path: Path) -> None:
 
 
 async def test_a_bug_in_a_worker_stops_the_crawl_cleanly(tmp_path: Path) -> None:
-    class Buggy(Crawler):
+    class BuggyPipeline(Pipeline):
         async def _discover(self, item, ex):  # type: ignore[no-untyped-def]
             if item.url.endswith("/p3"):
                 raise RuntimeError("simulated bug in link discovery")
             await super()._discover(item, ex)
+
+    class Buggy(Crawler):
+        pipeline_class = BuggyPipeline
 
     async with SiteServer() as site:
         site.add_page("/", "".join(f'<a href="/p{i}">{i}</a>' for i in range(10)))
