@@ -170,7 +170,6 @@ class WireRecorder:
         self.excess = 0  #: bytes received after the response ended (logged, not stored)
         self.request_overflow = False
         self.blocked: str | None = None  #: set by the SSRF guard when it refused an address
-        self.wakeup: asyncio.Event | None = None
         self._protocol: RecordingResponseHandler | None = None
 
     # -- fed by the connection -------------------------------------------------------------
@@ -197,14 +196,11 @@ class WireRecorder:
             self._store_unframed(memoryview(data)[used:])
         elif used < len(data):
             self.excess += len(data) - used
-        if framer.done or framer.limit_reached:
-            self._wake()
 
     def on_eof(self) -> None:
         self.eof = True
         if self.framer.state in (State.HEADERS, State.BODY) and not self.framer.limit_reached:
             self.framer.feed_eof()
-        self._wake()
 
     def _store(self, data: memoryview, offset: int) -> None:
         self.response.write(data)
@@ -230,7 +226,6 @@ class WireRecorder:
                 self._raw_body.update(chunk)
         if len(chunk) < len(data):
             self.framer.limit_reached = True
-            self._wake()
 
     def _on_payload(self, data: memoryview) -> None:
         self._payload.update(data)
@@ -243,10 +238,6 @@ class WireRecorder:
                 if room > 0:
                     body += data[:room]
                 self.body_complete = False
-
-    def _wake(self) -> None:
-        if self.wakeup is not None:
-            self.wakeup.set()
 
     # -- results ----------------------------------------------------------------------------
 

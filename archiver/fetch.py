@@ -219,7 +219,6 @@ class Fetcher:
             spool_memory=cfg.spool_memory,
             spool_dir=cfg.spool_dir,
         )
-        recorder.wakeup = asyncio.Event()
         token = capture.CURRENT_RECORDER.set(recorder)
         date = datetime.now(UTC)
         started = time.monotonic()

@@ -242,6 +242,11 @@ class _Collector:
 
     def _resolve(self, ref: str) -> str | None:
         url = self._cache.get(ref, "")  # "" is never a result, so it marks a miss
+        if url == "" and "#" in ref:
+            # the fragment is dropped anyway: "a.html#x" and "a.html#y" resolve once (long
+            # documentation pages link to dozens of anchors of the same few pages)
+            ref = ref.partition("#")[0]
+            url = self._cache.get(ref, "")
         if url == "":
             if len(ref) > MAX_REF_LENGTH:
                 url = None

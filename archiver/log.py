@@ -8,7 +8,6 @@ via, retries and outcome (issue 9); Browsertrix's JSON-lines logs are the model.
 
 from __future__ import annotations
 
-import json
 import sys
 import threading
 import time
@@ -16,6 +15,7 @@ from collections.abc import MutableMapping
 from pathlib import Path
 from typing import IO, Any
 
+import orjson
 import structlog
 
 from archiver.heritrix import HeritrixLog
@@ -66,7 +66,7 @@ class _TeeLogger:
         self._heritrix = HeritrixLog(heritrix) if heritrix is not None else None
 
     def log(self, event_dict: dict[str, Any]) -> None:
-        line = json.dumps(event_dict, default=str, ensure_ascii=False)
+        line = orjson.dumps(event_dict, default=str).decode("utf-8")
         with self._lock:
             if self._file is not None:
                 self._file.write(line + "\n")

@@ -167,14 +167,18 @@ class Exchange:
     #: The entity body (content-coded as sent, transfer coding removed) when it was small enough
     #: to keep for link extraction; None when it was not kept.
     body: bytes | None = None
+    _first: dict[str, str] | None = field(default=None, init=False, repr=False, compare=False)
 
     def header(self, name: str) -> str | None:
-        """First value of a response header, case-insensitively."""
-        lname = name.lower()
-        for key, value in self.headers:
-            if key.lower() == lname:
-                return value
-        return None
+        """First value of a response header, case-insensitively (looked up in a table built on
+        first use: the crawler asks for several headers of every response)."""
+        table = self._first
+        if table is None:
+            table = {}
+            for key, value in self.headers:
+                table.setdefault(key.lower(), value)
+            self._first = table
+        return table.get(name.lower())
 
     @property
     def content_type(self) -> str:
