@@ -25,6 +25,7 @@ from aiohttp import web
 from archiver import digest, verify
 from archiver.capture import TESTED_AIOHTTP_VERSIONS, RecordingResponseHandler
 from tests.conftest import run_crawl
+from tests.support.pywb import PywbReplay
 from tests.support.raw import RawServer
 from tests.support.warcs import read_records, responses
 
@@ -140,6 +141,16 @@ async def test_gzip_content_encoding_stored_compressed(
     assert response.get("WARC-Payload-Digest") == sha1(body)  # content coding kept
     assert responses(out / "warcs", raw_server.url("/next")), "link inside gzip body was found"
     assert_verified(out)
+    line = next(x for x in (out / "index.cdxj").read_text().splitlines() if "/gz" in x)
+    timestamp = line.split(" ")[1]
+    warcs = sorted((out / "warcs").glob("*.warc.gz"))
+    with PywbReplay(tmp_path / "pywb", warcs, cdxj=out / "index.cdxj") as replay:
+        shown = await asyncio.to_thread(replay.get_id, raw_server.url("/gz"), timestamp)
+        assert shown.status == 200 and shown.body == html  # decoded for a client without gzip
+        raw = await asyncio.to_thread(
+            replay.get_id, raw_server.url("/gz"), timestamp, accept_encoding="gzip"
+        )
+        assert raw.body == body and raw.header("Content-Encoding") == "gzip"  # exactly as archived
 
 
 async def test_odd_headers_stored_byte_identical(tmp_path: Path, raw_server: RawServer) -> None:

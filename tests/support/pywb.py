@@ -240,26 +240,31 @@ class PywbReplay:
 
     # -- requests -----------------------------------------------------------------------------
 
-    def get(self, path: str) -> ReplayResponse:
-        """GET `path` (starting with "/") from pywb; redirects are returned, not followed."""
+    def get(self, path: str, *, accept_encoding: str = "identity") -> ReplayResponse:
+        """GET `path` (starting with "/") from pywb; redirects are returned, not followed.
+
+        pywb negotiates content coding: asked for `identity` it decodes a gzip-encoded capture;
+        asked for `gzip` it serves the archived bytes as they are."""
         if self.port is None:
             raise PywbError("pywb is not running")
         conn = http.client.HTTPConnection("127.0.0.1", self.port, timeout=self.request_timeout)
         try:
-            conn.request("GET", path, headers={"Accept-Encoding": "identity"})
+            conn.request("GET", path, headers={"Accept-Encoding": accept_encoding})
             resp = conn.getresponse()
             body = resp.read()
             return ReplayResponse(resp.status, resp.reason, resp.getheaders(), body)
         finally:
             conn.close()
 
-    def get_id(self, url: str, timestamp: str) -> ReplayResponse:
+    def get_id(
+        self, url: str, timestamp: str, *, accept_encoding: str = "identity"
+    ) -> ReplayResponse:
         """The capture of `url` nearest `timestamp` (14 digits), unrewritten (`id_` mode).
 
         pywb serves the *closest* capture, not necessarily this one: compare
         `memento_datetime`. No capture at all is a 404 without Memento-Datetime.
         """
-        return self.get(f"/{self.collection}/{timestamp}id_/{url}")
+        return self.get(f"/{self.collection}/{timestamp}id_/{url}", accept_encoding=accept_encoding)
 
     async def aget_id(self, url: str, timestamp: str) -> ReplayResponse:
         return await asyncio.to_thread(self.get_id, url, timestamp)
