@@ -29,8 +29,9 @@ from archiver.crawler import (
     CrawlResult,
 )
 from archiver.errors import ArchiverError, LockedError, SettingsError
-from archiver.progress import Display, human_bytes
+from archiver.progress import Display
 from archiver.settings import Settings, load_settings, option_name, setting_fields
+from archiver.stats import human_bytes
 
 PROG = "archiver"
 

@@ -20,7 +20,6 @@ import asyncio
 import collections
 import contextlib
 import dataclasses
-import json
 import math
 import os
 import shutil
@@ -72,6 +71,7 @@ from archiver.output import (
     OutputLock,
     finish_status,
     prepare,
+    read_json,
     write_json_atomic,
     write_status,
 )
@@ -268,7 +268,7 @@ class Crawler:
                 resumed=True,
                 warc_files=warc_files(layout.warcs),
                 index=layout.index if layout.index.exists() else None,
-                summary=_read_json(layout.summary),
+                summary=read_json(layout.summary),
             )
         write_status(layout, start.status)
         layout.warcs.mkdir(parents=True, exist_ok=True)
@@ -665,16 +665,8 @@ class Crawler:
             index=layout.index if layout.index.exists() else None,
             cdx11=layout.cdx11 if layout.cdx11.exists() else None,
             wacz=layout.wacz if layout.wacz.exists() else None,
-            summary=_read_json(layout.summary),
+            summary=read_json(layout.summary),
         )
-
-
-def _read_json(path: Path) -> dict[str, Any]:
-    try:
-        data = json.loads(path.read_text(encoding="utf-8"))
-    except (OSError, ValueError):
-        return {}
-    return data if isinstance(data, dict) else {}
 
 
 async def crawl(settings: Settings, *, console: IO[str] | None = None) -> CrawlResult:

@@ -16,6 +16,7 @@ order is byte order.
 from __future__ import annotations
 
 import heapq
+import itertools
 import json
 import os
 import tempfile
@@ -168,13 +169,7 @@ def build_index(
             for line in _read_lines(journals(directory)):
                 yield _relative(line, prefix) if prefix else line
 
-    count = 0
-    tmp = output.with_name(output.name + ".tmp")
-    with open(tmp, "w", encoding="utf-8") as fh:
-        for line in sorted_lines(all_lines()):
-            fh.write(line + "\n")
-            count += 1
-    os.replace(tmp, output)
+    count = write_lines_atomically(output, sorted_lines(all_lines()))
     if cdx11 is not None:
         write_cdx11(output, cdx11)
     return count
@@ -238,11 +233,7 @@ def truncate_journal(journal: Path, size: int) -> int:
             continue
         if end <= size:
             kept.append(line)
-    tmp = journal.with_name(journal.name + ".tmp")
-    with open(tmp, "w", encoding="utf-8") as fh:
-        for line in kept:
-            fh.write(line + "\n")
-    os.replace(tmp, journal)
+    write_lines_atomically(journal, kept)
     return len(kept)
 
 
@@ -303,9 +294,7 @@ def close_abandoned(crawl_dir: Path) -> list[Path]:
                 path.rename(final)
                 layout.journals.mkdir(parents=True, exist_ok=True)
                 lines = scan_warc(final)
-                tmp = journal.with_name(journal.name + ".tmp")
-                tmp.write_text("".join(line + "\n" for line in lines), encoding="utf-8")
-                os.replace(tmp, journal)
+                write_lines_atomically(journal, lines)
                 closed.append(final)
         finally:
             lock.release()
@@ -350,23 +339,32 @@ def index_paths(
         for warc in loose:
             yield from scan_warc(warc)
 
-    count = 0
-    tmp = output.with_name(output.name + ".tmp")
-    with open(tmp, "w", encoding="utf-8") as fh:
-        for line in sorted_lines(all_lines()):
-            fh.write(line + "\n")
-            count += 1
-    os.replace(tmp, output)
+    count = write_lines_atomically(output, sorted_lines(all_lines()))
     if cdx11:
         write_cdx11(output, output.with_suffix(".cdx"))
     return count, output
 
 
+def write_lines_atomically(path: Path, lines: Iterable[str]) -> int:
+    """Write ``lines`` to ``path`` through a temporary name and a rename; returns the count.
+
+    Readers (pywb, a resumed run) see either the old file or the whole new one, never a
+    half-written index, even when the process dies mid-write.
+    """
+    count = 0
+    tmp = path.with_name(path.name + ".tmp")
+    with open(tmp, "w", encoding="utf-8") as fh:
+        for line in lines:
+            fh.write(line + "\n")
+            count += 1
+        fh.flush()
+        os.fsync(fh.fileno())
+    os.replace(tmp, path)
+    return count
+
+
 def write_cdx11(cdxj: Path, target: Path) -> None:
     """The 11-field CDX for a sorted CDXJ file (sorted again: its fields order differently)."""
-    tmp = target.with_name(target.name + ".tmp")
-    with open(tmp, "w", encoding="utf-8") as fh, open(cdxj, encoding="utf-8") as src:
-        fh.write(CDX11_LEGEND + "\n")
-        for line in sorted_lines(cdx11_line(row.rstrip("\n")) for row in src):
-            fh.write(line + "\n")
-    os.replace(tmp, target)
+    with open(cdxj, encoding="utf-8") as src:
+        rows = sorted_lines(cdx11_line(row.rstrip("\n")) for row in src)
+        write_lines_atomically(target, itertools.chain([CDX11_LEGEND], rows))

@@ -169,6 +169,18 @@ def read_status(layout: Layout) -> dict[str, Any] | None:
     return data if isinstance(data, dict) else None
 
 
+def read_json(path: Path) -> dict[str, Any]:
+    """The JSON object in ``path``, or ``{}`` when it is missing, unreadable or not an object.
+
+    For optional files (a run's summary): their absence must not stop what reads them.
+    """
+    try:
+        data = json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return {}
+    return data if isinstance(data, dict) else {}
+
+
 def write_json_atomic(path: Path, data: Any) -> None:
     tmp = path.with_name(path.name + ".tmp")
     with open(tmp, "w", encoding="utf-8") as fh:

@@ -39,6 +39,8 @@ from rich.progress_bar import ProgressBar
 from rich.table import Table
 from rich.text import Text
 
+from archiver.stats import human_bytes
+
 if TYPE_CHECKING:
     from archiver.crawler import CrawlResult
     from archiver.settings import Settings
@@ -86,17 +88,6 @@ def choose_mode(*, quiet: bool, progress: str, stats_interval: float | None, is_
     if stats_interval:
         return Mode.LINES
     return Mode.OFF
-
-
-def human_bytes(count: float) -> str:
-    """``1.2 MB`` (SI units, as the sizes on the command line)."""
-    if count < 1000:
-        return f"{int(count)} B"
-    for unit in ("KB", "MB", "GB", "TB"):
-        count /= 1000
-        if count < 1000 or unit == "TB":
-            return f"{count:.1f} {unit}"
-    return f"{count:.1f} TB"  # pragma: no cover - the loop returns
 
 
 def human_duration(seconds: float) -> str:

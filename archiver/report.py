@@ -28,6 +28,7 @@ from typing import Any
 
 from archiver import __version__
 from archiver.errors import ArchiverError
+from archiver.stats import human_bytes
 
 EXAMPLES_PER_REASON = 10
 HTTP_ERROR_EXAMPLES = 25
@@ -124,16 +125,6 @@ def _text(value: Any) -> str | None:
 def e(value: Any) -> str:
     """Escape for HTML text and double-quoted attributes."""
     return html.escape(str(value), quote=True)
-
-
-def human_bytes(count: float) -> str:
-    if count < 1000:
-        return f"{int(count)} B"
-    for unit in ("KB", "MB", "GB", "TB"):
-        count /= 1000
-        if count < 1000 or unit == "TB":
-            return f"{count:.1f} {unit}"
-    return f"{count:.1f} TB"  # pragma: no cover
 
 
 def human_duration(seconds: float) -> str:

@@ -18,6 +18,17 @@ MAX_SERIES = 86_400 * 2
 LARGEST_KEPT = 25
 
 
+def human_bytes(count: float) -> str:
+    """``1.2 MB`` (SI units, as the sizes on the command line)."""
+    if count < 1000:
+        return f"{int(count)} B"
+    for unit in ("KB", "MB", "GB", "TB"):
+        count /= 1000
+        if count < 1000 or unit == "TB":
+            return f"{count:.1f} {unit}"
+    return f"{count:.1f} TB"  # pragma: no cover - the loop returns
+
+
 def status_class(status: int | None) -> str:
     if status is None:
         return "none"

@@ -141,45 +141,34 @@ def normalize_host(host: str) -> str:
     return ipv4 if ipv4 is not None else encoded
 
 
+_DOT = frozenset({"."})
+_DOT_DOT = frozenset({".."})
+# The URL Standard also treats percent-encoded dots as dot segments (compared lowercased).
+_DOT_ESCAPED = frozenset({".", "%2e"})
+_DOT_DOT_ESCAPED = frozenset({"..", ".%2e", "%2e.", "%2e%2e"})
+
+
 def _remove_dot_segments(path: str) -> str:
     """RFC 3986 section 5.2.4 (also what the URL Standard's path parser does, ``%2e`` included)."""
-    if "%" in path:
-        if "%2e" not in path.lower():
-            if "." not in path:
-                return path
-        else:
-            return _remove_dot_segments_escaped(path)
-    elif "/." not in path and not path.startswith("."):
-        return path
+    if "%" in path and "%2e" in path.lower():
+        return _drop_dot_segments(path, _DOT_ESCAPED, _DOT_DOT_ESCAPED, fold=True)
+    if "/." not in path and not path.startswith("."):
+        return path  # the common case: nothing to remove, no work done
+    return _drop_dot_segments(path, _DOT, _DOT_DOT, fold=False)
+
+
+def _drop_dot_segments(
+    path: str, dot: frozenset[str], dot_dot: frozenset[str], *, fold: bool
+) -> str:
     segments = path.split("/")
     last = len(segments) - 1
     out: list[str] = []
     for i, seg in enumerate(segments):
-        if seg == ".":
+        key = seg.lower() if fold else seg
+        if key in dot:
             if i == last:
                 out.append("")
-        elif seg == "..":
-            if len(out) > 1:
-                out.pop()
-            if i == last:
-                out.append("")
-        else:
-            out.append(seg)
-    result = "/".join(out)
-    return result if result.startswith("/") else "/" + result
-
-
-def _remove_dot_segments_escaped(path: str) -> str:
-    """The same, for paths where dots may be percent-encoded (rare)."""
-    segments = path.split("/")
-    last = len(segments) - 1
-    out: list[str] = []
-    for i, seg in enumerate(segments):
-        low = seg.lower()
-        if low in (".", "%2e"):
-            if i == last:
-                out.append("")
-        elif low in ("..", ".%2e", "%2e.", "%2e%2e"):
+        elif key in dot_dot:
             if len(out) > 1:
                 out.pop()
             if i == last:

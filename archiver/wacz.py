@@ -44,7 +44,7 @@ from pathlib import Path
 from typing import IO, Any
 
 from archiver.errors import OutputError
-from archiver.output import Layout
+from archiver.output import Layout, read_json
 from archiver.writer import warc_files
 
 WACZ_VERSION = "1.1.1"
@@ -136,7 +136,7 @@ def write_wacz(
         if path.name in names:
             raise OutputError(f"two WARC files are named {path.name}: {names[path.name]}, {path}")
         names[path.name] = path
-    summary = _read_json(layout.summary)
+    summary = read_json(layout.summary)
     if seeds is not None:
         summary["seeds"] = list(seeds)
     if depends_on is not None:
@@ -339,14 +339,6 @@ def _software() -> str:
     from archiver import __version__  # noqa: PLC0415 - leaf import, avoids a cycle
 
     return f"archiver/{__version__}"
-
-
-def _read_json(path: Path) -> dict[str, Any]:
-    try:
-        data = json.loads(path.read_text(encoding="utf-8"))
-    except (OSError, ValueError):
-        return {}
-    return data if isinstance(data, dict) else {}
 
 
 __all__ = ["BLOCK_LINES", "DEPENDS_KEY", "WACZ_VERSION", "Resource", "rfc3339", "write_wacz"]
