@@ -75,7 +75,7 @@ from archiver.output import (
     write_json_atomic,
     write_status,
 )
-from archiver.pipeline import Pipeline
+from archiver.pipeline import WORKER_NAME, Pipeline
 from archiver.politeness import HostGate
 from archiver.records import RecordFactory
 from archiver.recrawl import LayeredDigestIndex, PreviousCrawls, open_previous
@@ -476,6 +476,7 @@ class Crawler:
     async def _worker(self, number: int) -> None:
         frontier, pipeline = self.frontier, self.pipeline
         assert frontier is not None and pipeline is not None
+        WORKER_NAME.set(f"worker-{number}")  # this task's own context: the fetch log names it
         while not self._stopping:
             lease = await frontier.get()
             if self._stopping:

@@ -21,9 +21,12 @@ from __future__ import annotations
 
 import asyncio
 import collections
+import contextvars
 import json
 from collections.abc import Awaitable, Callable
 from typing import IO, Any, Protocol
+
+import orjson
 
 from archiver import links, records, urls
 from archiver.dedup import DigestIndex
@@ -61,6 +64,13 @@ RETRY_BASE_SECONDS = 2.0
 RECENT_LIMIT = 200_000
 HTML_TYPES = ("text/html", "application/xhtml+xml")
 
+
+#: The name of the worker task running the current lease ("worker-3"), set once by each worker:
+#: the fetch log's ``worker`` field (crawl.log's thread column). Cheaper than asking asyncio
+#: for the current task on every fetch.
+WORKER_NAME: contextvars.ContextVar[str | None] = contextvars.ContextVar(
+    "archiver_worker", default=None
+)
 
 #: Fetch a URL and archive the exchange as part of the current lease (used for robots.txt).
 ArchiveFetch = Callable[[str], Awaitable[Exchange]]
@@ -330,7 +340,11 @@ class Pipeline:
         if self._pages_file is None:
             return
         entry = {"url": ex.target_uri, "ts": warc_date(ex.date), "title": title}
-        self._pages_file.write(json.dumps(entry, ensure_ascii=False) + "\n")
+        try:
+            line = orjson.dumps(entry).decode("utf-8")
+        except TypeError:  # a lone surrogate in a title: orjson refuses it, escaped JSON keeps it
+            line = json.dumps(entry)
+        self._pages_file.write(line + "\n")
 
     async def put(self, items: list[CrawlItem]) -> None:
         """Scope-check discovered items and queue the accepted ones (the frontier drops the
@@ -456,9 +470,9 @@ class Pipeline:
                 offset=written.start,
                 record=primary.record_type if primary else None,
             )
-        task = asyncio.current_task()
-        if task is not None:
-            event["worker"] = task.get_name()  # "worker-3": crawl.log's thread field "#003"
+        worker = WORKER_NAME.get()
+        if worker is not None:
+            event["worker"] = worker  # "worker-3": crawl.log's thread field "#003"
         event.update(extra)
         self.log.info("fetch", **event)
 
