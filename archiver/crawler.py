@@ -77,7 +77,7 @@ from archiver.output import (
 )
 from archiver.pipeline import WORKER_NAME, Pipeline
 from archiver.politeness import HostGate
-from archiver.records import RecordFactory
+from archiver.records import Clock, RecordFactory, utcnow
 from archiver.recrawl import LayeredDigestIndex, PreviousCrawls, open_previous
 from archiver.resume import repair_open_warcs
 from archiver.robots import Robots
@@ -125,8 +125,11 @@ class Crawler:
         console: IO[str] | None = None,
         frontier: Frontier | None = None,
         write_fn: Callable[..., int] | None = None,
+        clock: Clock = utcnow,
     ) -> None:
         self.settings = settings
+        #: the time source of WARC-Dates (fetches and warcinfo records)
+        self.clock = clock
         #: ``{hostname}-{pid}`` when several processes share the crawl (Redis frontier): it
         #: names this process's state directory and its WARC series, so nothing collides
         self.process_id: str | None = None
@@ -146,7 +149,7 @@ class Crawler:
         self.dedup: DigestIndex = MemoryDigestIndex()
         #: --dedup-from / --revalidate-from sources (issue 6), opened when the run starts
         self.previous: PreviousCrawls | None = None
-        self.factory = RecordFactory(algorithm=settings.digest)
+        self.factory = RecordFactory(algorithm=settings.digest, clock=clock)
         self.log: Any = None
         self._crawl_log: CrawlLog | None = None
         self._write_fn = write_fn
@@ -326,7 +329,7 @@ class Crawler:
             )
             self.sitemaps = SitemapPolicy(enabled=s.sitemaps == "on", max_redirects=s.max_redirects)
             policy = await address_policy(s, seeds)
-            self.fetcher = Fetcher(fetch_config(s), policy)
+            self.fetcher = Fetcher(fetch_config(s), policy, clock=self.clock)
             await self.fetcher.start()
             if self.previous is not None:
                 # this run's own index first, then the earlier crawls (only lookups reach them)

@@ -21,7 +21,7 @@ import ssl
 import time
 from collections.abc import Mapping
 from dataclasses import dataclass, field
-from datetime import UTC, datetime
+from datetime import datetime
 from typing import Any
 
 import aiohttp
@@ -39,6 +39,7 @@ from archiver.errors import (
 from archiver.httpframe import State
 from archiver.models import Exchange, FailReason, TlsInfo
 from archiver.netguard import AddressPolicy
+from archiver.records import Clock, utcnow
 from archiver.urls import scheme_host_port
 
 DEFAULT_USER_AGENT = "archiver/0.1 (+https://github.com/archiver-crawler/archiver)"
@@ -104,9 +105,14 @@ class OverrideResolver(AbstractResolver):
 class Fetcher:
     """Performs fetches on one shared aiohttp session (keep-alive connection pool)."""
 
-    def __init__(self, config: FetchConfig, policy: AddressPolicy | None = None) -> None:
+    def __init__(
+        self, config: FetchConfig, policy: AddressPolicy | None = None, *, clock: Clock = utcnow
+    ) -> None:
         capture.check_aiohttp_compatibility()
         self.config = config
+        #: when each fetch began (the exchange's WARC-Date); injectable so that tests can place
+        #: runs in distinct seconds without waiting for the wall clock
+        self.clock = clock
         self.policy = policy or AddressPolicy(allow_private=True)
         self._session: aiohttp.ClientSession | None = None
         self._verify_ctx = ssl.create_default_context()
@@ -220,7 +226,7 @@ class Fetcher:
             spool_dir=cfg.spool_dir,
         )
         token = capture.CURRENT_RECORDER.set(recorder)
-        date = datetime.now(UTC)
+        date = self.clock()
         started = time.monotonic()
         timed_out = False
         response: aiohttp.ClientResponse | None = None

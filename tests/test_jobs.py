@@ -18,23 +18,26 @@ from typing import Any
 import pytest
 
 from archiver import jobs
-from archiver.crawler import EXIT_LOCKED, CrawlResult
+from archiver.crawler import EXIT_LOCKED, Crawler, CrawlResult
 from archiver.errors import LockedError
+from archiver.records import Clock, utcnow
 from archiver.settings import read_config
 from tests.conftest import fast_settings
 from tests.support.site import SiteServer
 from tests.support.warcs import responses
-from tests.test_recrawl import ChangingSite, WiredCrawler, assert_replays_latest, next_second
+from tests.test_recrawl import ChangingSite, assert_replays_latest, later
 
 REPO = Path(__file__).resolve().parents[1]
 PREVIOUS = Path("previous")
 
 
-async def run_job(job: Path, *seeds: str, **overrides: Any) -> tuple[jobs.JobRun, CrawlResult]:
-    """What ``archiver crawl --job JOB`` does (see the report's cli.py diff)."""
+async def run_job(
+    job: Path, *seeds: str, clock: Clock = utcnow, **overrides: Any
+) -> tuple[jobs.JobRun, CrawlResult]:
+    """What ``archiver crawl --job JOB`` does (cli.py), with the run's clock given."""
     settings = fast_settings(None, *seeds, **overrides)  # type: ignore[arg-type]
-    with jobs.open_run(job, settings) as run:
-        result = await WiredCrawler(run.settings).run()
+    with jobs.open_run(job, settings, now=clock()) as run:
+        result = await Crawler(run.settings, clock=clock).run()
         run.finish(result.status, result.exit_code, result.reason, result.summary)
     return run, result
 
@@ -56,11 +59,9 @@ async def test_runs_of_a_job_store_only_what_changed(tmp_path: Path) -> None:
         assert first_run.previous is None and not first_run.resumed
         assert first_run.notes == ["no earlier completed run: this run stores everything in full"]
         assert first_run.settings.dedup_from == () == first_run.settings.revalidate_from
-        await next_second()
         changing.version = 2
-        second_run, _ = await run_job(job, site.url("/"), **sources)
-        await next_second()
-        third_run, third = await run_job(job, site.url("/"), **sources)
+        second_run, _ = await run_job(job, site.url("/"), clock=later(1), **sources)
+        third_run, third = await run_job(job, site.url("/"), clock=later(2), **sources)
 
         runs = sorted((job / "runs").iterdir())
         assert runs == [first_run.directory, second_run.directory, third_run.directory]
@@ -103,7 +104,7 @@ async def test_two_runs_of_one_job_at_once(tmp_path: Path) -> None:
             settings = fast_settings(None, site.url("/"), workers=1)  # type: ignore[arg-type]
             with jobs.open_run(job, settings) as run:
                 started.set()
-                result = await WiredCrawler(run.settings).run()
+                result = await Crawler(run.settings).run()
                 run.finish(result.status, result.exit_code, result.reason, result.summary)
             return result
 
@@ -208,8 +209,7 @@ async def test_interrupted_runs_are_resumed_failed_ones_are_not(tmp_path: Path) 
         fresh, _ = await run_job(job, site.url("/"), overwrite=True)  # "start a new run anyway"
         assert not fresh.resumed and fresh.directory != first_run.directory
         _set_status(fresh.directory, "failed")
-        await next_second()
-        after_failure, _ = await run_job(job, site.url("/"), dedup_from=(PREVIOUS,))
+        after_failure, _ = await run_job(job, site.url("/"), clock=later(1), dedup_from=(PREVIOUS,))
         assert not after_failure.resumed
         assert len(list((job / "runs").iterdir())) == 3
         # "previous" skips the failed run and the interrupted one

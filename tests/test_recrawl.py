@@ -8,13 +8,13 @@ so that discovery through a 304 is proven too.
 
 from __future__ import annotations
 
-import asyncio
 import email.utils
 import json
 import random
 import sqlite3
 import time
 import tracemalloc
+from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
 
@@ -25,7 +25,7 @@ from aiohttp import web
 from archiver import verify
 from archiver.crawler import Crawler, CrawlResult
 from archiver.errors import OutputError, SettingsError
-from archiver.records import PROFILE_IDENTICAL, PROFILE_NOT_MODIFIED
+from archiver.records import PROFILE_IDENTICAL, PROFILE_NOT_MODIFIED, Clock, utcnow
 from archiver.recrawl import (
     LOOKUP_NAME,
     PreviousCrawls,
@@ -38,11 +38,21 @@ from tests.support.site import SiteServer
 from tests.support.tools import reference_cdxj
 from tests.support.warcs import Rec, read_records, responses
 
-WiredCrawler = Crawler
+
+def later(seconds: int) -> Clock:
+    """A clock ``seconds`` ahead of the wall clock, for a later run of a test.
+
+    CDX timestamps have one-second resolution and runs are told apart by them; a run started
+    after the previous one ended, with a clock one second further ahead, dates every capture in
+    a later second than all of that run's, without waiting for the wall clock to get there."""
+    ahead = timedelta(seconds=seconds)
+    return lambda: datetime.now(UTC) + ahead
 
 
-async def run_wired(output: Path, *seeds: str, **overrides: Any) -> CrawlResult:
-    return await WiredCrawler(fast_settings(output, *seeds, **overrides)).run()
+async def run_crawl(
+    output: Path, *seeds: str, clock: Clock = utcnow, **overrides: Any
+) -> CrawlResult:
+    return await Crawler(fast_settings(output, *seeds, **overrides), clock=clock).run()
 
 
 ETAG = '"etag-v1"'
@@ -140,11 +150,6 @@ class ChangingSite:
         )
 
 
-async def next_second() -> None:
-    """CDX timestamps have one-second resolution: runs must not share a second."""
-    await asyncio.sleep(1.02 - time.time() % 1)
-
-
 def by_uri(records: list[Rec]) -> dict[str, Rec]:
     return {r.uri or "": r for r in records if r.type in ("response", "revisit")}
 
@@ -213,7 +218,7 @@ async def test_same_image_at_five_urls_is_one_response_and_four_revisits(tmp_pat
             site.add_file(path, image, "image/png")
         site.add_page("/", "".join(f'<img src="{p}">' for p in paths))
         out = tmp_path / "out"
-        result = await run_wired(out, site.url("/"), workers=1)
+        result = await run_crawl(out, site.url("/"), workers=1)
         assert result.status == "completed"
         images = [r for r in responses(out / "warcs") if ".png" in (r.uri or "")]
         assert [r.type for r in images].count("response") == 1
@@ -254,7 +259,7 @@ async def test_tiny_payloads_are_stored_in_full(tmp_path: Path) -> None:
         for name in "abc":
             site.add_file(f"/{name}.gif", b"GIF89a" + b"\x00" * 30, "image/gif")
         out = tmp_path / "out"
-        await run_wired(out, site.url("/"), dedup_min_size=1024)
+        await run_crawl(out, site.url("/"), dedup_min_size=1024)
     assert [r.type for r in responses(out / "warcs") if r.uri and r.uri.endswith(".gif")] == [
         "response"
     ] * 3
@@ -269,12 +274,13 @@ async def two_runs(tmp_path: Path) -> Any:
     async with SiteServer() as site:
         changing = ChangingSite(site)
         run1, run2 = tmp_path / "run1", tmp_path / "run2"
-        first = await run_wired(run1, site.url("/"))
+        first = await run_crawl(run1, site.url("/"))
         assert first.status == "completed", first.reason
-        await next_second()
         changing.version = 2
         hits_before = len(site.counters.hits)
-        second = await run_wired(run2, site.url("/"), dedup_from=(run1,), revalidate_from=(run1,))
+        second = await run_crawl(
+            run2, site.url("/"), clock=later(1), dedup_from=(run1,), revalidate_from=(run1,)
+        )
         assert second.status == "completed", second.reason
         yield site, changing, run1, run2, first, second, site.counters.hits[hits_before:]
 
@@ -374,8 +380,9 @@ async def test_third_run_inherits_originals_through_the_second(
     in run 1 through run 2's own sources, so run 3 still stores nothing unchanged."""
     site, _, run1, run2, _, _, _ = two_runs
     run3 = tmp_path / "run3"
-    await next_second()
-    third = await run_wired(run3, site.url("/"), dedup_from=(run2,), revalidate_from=(run2,))
+    third = await run_crawl(
+        run3, site.url("/"), clock=later(2), dedup_from=(run2,), revalidate_from=(run2,)
+    )
     assert third.status == "completed"
     kinds = {r.uri: r.type for r in responses(run3 / "warcs")}
     assert set(kinds.values()) == {"revisit"}
@@ -407,9 +414,10 @@ async def test_inherited_originals_that_are_gone_are_not_referred_to(
     await (await open_previous([run2])).close()  # inherits from run 1 again...
     for warc in (run1 / "warcs").glob("*.warc.gz"):
         warc.unlink()  # ...whose files then disappear
-    await next_second()
     run3 = tmp_path / "run3"
-    third = await run_wired(run3, site.url("/"), dedup_from=(run2,), revalidate_from=(run2,))
+    third = await run_crawl(
+        run3, site.url("/"), clock=later(2), dedup_from=(run2,), revalidate_from=(run2,)
+    )
     kinds = {r.uri: r.type for r in responses(run3 / "warcs")}
     assert {u for u, kind in kinds.items() if kind == "revisit"} == changed_in_run2
     assert len(kinds) == 8
@@ -432,13 +440,13 @@ async def test_only_completed_crawls_are_sources(tmp_path: Path) -> None:
     async with SiteServer() as site:
         ChangingSite(site)
         run1 = tmp_path / "run1"
-        await run_wired(run1, site.url("/"))
+        await run_crawl(run1, site.url("/"))
         for status in ("interrupted", "failed", "running"):
             _set_status(run1, status)
             with pytest.raises(SettingsError, match=f"status '{status}'"):
                 open_source(run1)
             with pytest.raises(SettingsError, match="--revalidate-from"):
-                await run_wired(tmp_path / f"run-{status}", site.url("/"), revalidate_from=(run1,))
+                await run_crawl(tmp_path / f"run-{status}", site.url("/"), revalidate_from=(run1,))
             assert not (tmp_path / f"run-{status}" / "warcs").exists()  # refused before crawling
         _set_status(run1, "limit")
         assert open_source(run1).crawl == run1.resolve()
@@ -454,8 +462,7 @@ async def test_bare_cdxj_is_trusted_and_originals_must_exist(tmp_path: Path) -> 
     async with SiteServer() as site:
         changing = ChangingSite(site)
         run1 = tmp_path / "run1"
-        await run_wired(run1, site.url("/"))
-        await next_second()
+        await run_crawl(run1, site.url("/"))
         # a bare CDXJ next to a warcs/ directory (a copied index of any provenance)
         elsewhere = tmp_path / "elsewhere"
         (elsewhere / "warcs").mkdir(parents=True)
@@ -466,17 +473,18 @@ async def test_bare_cdxj_is_trusted_and_originals_must_exist(tmp_path: Path) -> 
         source = open_source(cdxj)
         assert source.crawl is None and source.warc_root == (elsewhere / "warcs").resolve()
         run2 = tmp_path / "run2"
-        second = await run_wired(run2, site.url("/"), dedup_from=(cdxj,))
+        second = await run_crawl(run2, site.url("/"), clock=later(1), dedup_from=(cdxj,))
         assert {r.type for r in responses(run2 / "warcs")} == {"revisit"}
         assert cdxj.with_name("all.cdxj.lookup.sqlite").is_file()
         assert {d["crawl"] for d in second.summary["depends_on"]} == {None}
         # the WARC files behind the index are gone: nothing may refer to them
         for warc in (elsewhere / "warcs").glob("*.warc.gz"):
             warc.unlink()
-        await next_second()
         changing.version = 2
         run3 = tmp_path / "run3"
-        third = await run_wired(run3, site.url("/"), dedup_from=(cdxj,), revalidate_from=(cdxj,))
+        third = await run_crawl(
+            run3, site.url("/"), clock=later(2), dedup_from=(cdxj,), revalidate_from=(cdxj,)
+        )
         assert {r.type for r in responses(run3 / "warcs")} == {"response"}
         assert third.summary["depends_on"] == []
 
@@ -485,7 +493,7 @@ async def test_lookup_file_is_reused_and_rebuilt_when_the_index_changes(tmp_path
     async with SiteServer() as site:
         ChangingSite(site)
         run1 = tmp_path / "run1"
-        await run_wired(run1, site.url("/"))
+        await run_crawl(run1, site.url("/"))
     lookup_file = run1 / "state" / LOOKUP_NAME
     previous = await open_previous([run1])
     await previous.close()

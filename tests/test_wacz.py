@@ -17,7 +17,7 @@ from archiver import wacz
 from archiver.errors import OutputError
 from tests.support.site import SiteServer
 from tests.support.tools import wacz_validate
-from tests.test_recrawl import ChangingSite, next_second, run_wired
+from tests.test_recrawl import ChangingSite, later, run_crawl
 
 RFC3339 = re.compile(r"^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d(\.\d+)?Z$")
 
@@ -56,7 +56,7 @@ async def crawled(tmp_path: Path) -> Any:
     async with SiteServer() as site:
         ChangingSite(site)
         out = tmp_path / "site-crawl"
-        result = await run_wired(out, site.url("/"), wacz=True, description="A *test* crawl")
+        result = await run_crawl(out, site.url("/"), wacz=True, description="A *test* crawl")
         assert result.status == "completed"
         yield site, out
 
@@ -148,11 +148,15 @@ async def test_wacz_of_a_deduplicated_run_names_its_dependencies(tmp_path: Path)
     async with SiteServer() as site:
         changing = ChangingSite(site)
         run1, run2 = tmp_path / "run1", tmp_path / "run2"
-        await run_wired(run1, site.url("/"), wacz=True)
-        await next_second()
+        await run_crawl(run1, site.url("/"), wacz=True)
         changing.version = 2
-        second = await run_wired(
-            run2, site.url("/"), wacz=True, dedup_from=(run1,), revalidate_from=(run1,)
+        second = await run_crawl(
+            run2,
+            site.url("/"),
+            clock=later(1),
+            wacz=True,
+            dedup_from=(run1,),
+            revalidate_from=(run1,),
         )
     ok, output = wacz_validate(run2 / "run2.wacz")
     assert ok, output
