@@ -356,7 +356,9 @@ async def test_per_host_concurrency_holds_across_processes(make: Factory) -> Non
             lease = await frontier.get()
             current += 1
             highest = max(highest, current)
-            await asyncio.sleep(0.01)  # the "fetch"
+            # the "fetch": held while every process completes a round trip to Redis, so
+            # their pending claims are answered while this lease is in flight
+            await asyncio.gather(*(f.flush() for f in frontiers))
             current -= 1
             await frontier.task_done(lease, DONE)
 
