@@ -215,32 +215,12 @@ class Bloom:
         self.count += 1
 
     def add_many(self, hashes: Iterable[int]) -> None:
-        """``add`` for a stream (the rebuild on open): the same bits, less overhead."""
+        """``add`` for a stream of Python ``hash()`` values (signed: masked to 64 bits here), as
+        when a resumed frontier rebuilds the filter. (An inlined copy of ``add`` measured only
+        ~10 % faster on a million URLs: not worth a second copy of the probing.)"""
         add = self.add
-        bits, size, room = self._bits, self._size, self._capacity - self._filled
-        added = 0
         for value in hashes:
-            h = value & _MASK64  # Python's hash() is signed
-            if added >= room:  # the layer is full: let add() grow the filter
-                self._filled += added
-                self.count += added
-                added = 0
-                add(h)
-                bits, size, room = self._bits, self._size, self._capacity - self._filled
-                continue
-            a = h & _MASK32
-            b = (h >> 32) | 1
-            p = a % size
-            bits[p >> 3] |= 1 << (p & 7)
-            p = (a + b) % size
-            bits[p >> 3] |= 1 << (p & 7)
-            p = (a + 2 * b) % size
-            bits[p >> 3] |= 1 << (p & 7)
-            p = (a + 3 * b) % size
-            bits[p >> 3] |= 1 << (p & 7)
-            added += 1
-        self._filled += added
-        self.count += added
+            add(value & _MASK64)
 
 
 class _Recent:
