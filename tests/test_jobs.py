@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import configparser
+import contextlib
 import json
 import os
 import re
@@ -12,6 +13,7 @@ import subprocess
 import sys
 import time
 import tomllib
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -122,8 +124,9 @@ async def test_two_runs_of_one_job_at_once(tmp_path: Path) -> None:
     assert len((job / "runs.jsonl").read_text().splitlines()) == 1
 
 
-def test_the_lock_holds_across_processes(tmp_path: Path) -> None:
-    job = tmp_path / "job"
+@contextlib.contextmanager
+def lock_held_by_another_process(job: Path) -> Iterator[subprocess.Popen[str]]:
+    """A second Python process holding ``job``'s lock until the block ends."""
     holder = subprocess.Popen(
         [
             sys.executable,
@@ -142,37 +145,28 @@ def test_the_lock_holds_across_processes(tmp_path: Path) -> None:
     )
     try:
         assert holder.stdout is not None and holder.stdout.readline() == "held\n"
-        settings = fast_settings(None, "http://127.0.0.1:9/")  # type: ignore[arg-type]
-        with pytest.raises(LockedError, match=f"locked: .*pid {holder.pid}"):  # noqa: SIM117
-            with jobs.open_run(job, settings):
-                pass
+        yield holder
     finally:
         assert holder.stdin is not None and holder.stdout is not None
         holder.stdin.close()
         holder.wait(10)
         holder.stdout.close()
+
+
+def test_the_lock_holds_across_processes(tmp_path: Path) -> None:
+    job = tmp_path / "job"
+    settings = fast_settings(None, "http://127.0.0.1:9/")  # type: ignore[arg-type]
+    with lock_held_by_another_process(job) as holder:  # noqa: SIM117 - the holder's pid is matched
+        with pytest.raises(LockedError, match=f"locked: .*pid {holder.pid}"):
+            with jobs.open_run(job, settings):
+                pass
     with jobs.open_run(job, settings) as run:  # released when its holder exits
         assert run.directory.parent == job.absolute() / "runs"
 
 
 def test_cli_second_run_of_a_job_exits_locked(tmp_path: Path) -> None:
     job = tmp_path / "job"
-    holder = subprocess.Popen(
-        [
-            sys.executable,
-            "-c",
-            "import sys, pathlib\nfrom archiver.jobs import Job\n"
-            "with Job(pathlib.Path(sys.argv[1])).lock():\n"
-            "    print('held', flush=True); sys.stdin.read()\n",
-            str(job),
-        ],
-        cwd=REPO,
-        stdin=subprocess.PIPE,
-        stdout=subprocess.PIPE,
-        text=True,
-    )
-    try:
-        assert holder.stdout is not None and holder.stdout.readline() == "held\n"
+    with lock_held_by_another_process(job):
         before = time.monotonic()
         proc = subprocess.run(
             [sys.executable, "-m", "archiver", "crawl", "--job", str(job), "http://127.0.0.1:9/"],
@@ -183,11 +177,6 @@ def test_cli_second_run_of_a_job_exits_locked(tmp_path: Path) -> None:
             check=False,
         )
         assert time.monotonic() - before < 10
-    finally:
-        assert holder.stdin is not None and holder.stdout is not None
-        holder.stdin.close()
-        holder.wait(10)
-        holder.stdout.close()
     assert proc.returncode == EXIT_LOCKED, proc.stderr
     assert "locked" in proc.stderr and str(job.absolute()) in proc.stderr
     assert not (job / "runs").exists() or not list((job / "runs").iterdir())
