@@ -27,7 +27,7 @@ from archiver.settings import read_config
 from tests.conftest import fast_settings
 from tests.support.site import SiteServer
 from tests.support.warcs import responses
-from tests.test_recrawl import ChangingSite, assert_replays_latest, later
+from tests.test_recrawl import ChangingSite, assert_replays_latest, later, set_status
 
 REPO = Path(__file__).resolve().parents[1]
 PREVIOUS = Path("previous")
@@ -42,13 +42,6 @@ async def run_job(
         result = await Crawler(run.settings, clock=clock).run()
         run.finish(result.status, result.exit_code, result.reason, result.summary)
     return run, result
-
-
-def _set_status(run_dir: Path, status: str) -> None:
-    state = run_dir / "state" / "crawl.json"
-    data = json.loads(state.read_text())
-    data["status"] = status
-    state.write_text(json.dumps(data))
 
 
 async def test_runs_of_a_job_store_only_what_changed(tmp_path: Path) -> None:
@@ -188,22 +181,22 @@ async def test_interrupted_runs_are_resumed_failed_ones_are_not(tmp_path: Path) 
         ChangingSite(site)
         first_run, _ = await run_job(job, site.url("/"))
         for status in ("interrupted", "running"):
-            _set_status(first_run.directory, status)
+            set_status(first_run.directory, status)
             run, result = await run_job(job, site.url("/"))
             assert run.resumed and run.directory == first_run.directory
             assert run.notes[0].startswith(f"resuming run {first_run.directory.name}")
             assert result.status == "completed" and result.resumed
         assert len(list((job / "runs").iterdir())) == 1
-        _set_status(first_run.directory, "interrupted")
+        set_status(first_run.directory, "interrupted")
         fresh, _ = await run_job(job, site.url("/"), overwrite=True)  # "start a new run anyway"
         assert not fresh.resumed and fresh.directory != first_run.directory
-        _set_status(fresh.directory, "failed")
+        set_status(fresh.directory, "failed")
         after_failure, _ = await run_job(job, site.url("/"), clock=later(1), dedup_from=(PREVIOUS,))
         assert not after_failure.resumed
         assert len(list((job / "runs").iterdir())) == 3
         # "previous" skips the failed run and the interrupted one
         assert after_failure.previous is None
-        _set_status(first_run.directory, "limit")
+        set_status(first_run.directory, "limit")
         assert jobs.Job(job).latest_usable() == after_failure.directory
         assert jobs.Job(job).latest_usable(before=after_failure.directory.name) == (
             first_run.directory

@@ -404,12 +404,12 @@ async def test_inherited_originals_that_are_gone_are_not_referred_to(
     WARC files are gone (a cached lookup still names them) or it is no longer completed."""
     site, _, run1, run2, _, _, _ = two_runs
     changed_in_run2 = {site.url(p) for p in ("/", "/changed.html", "/new.html")}
-    _set_status(run1, "interrupted")
+    set_status(run1, "interrupted")
     (run2 / "state" / LOOKUP_NAME).unlink(missing_ok=True)  # built now: run 1 is refused
     previous = await open_previous([run2])
     await previous.close()
     assert len(previous.warnings) == 1 and "status 'interrupted'" in previous.warnings[0]
-    _set_status(run1, "completed")
+    set_status(run1, "completed")
     (run2 / "state" / LOOKUP_NAME).unlink()
     await (await open_previous([run2])).close()  # inherits from run 1 again...
     for warc in (run1 / "warcs").glob("*.warc.gz"):
@@ -429,7 +429,7 @@ async def test_inherited_originals_that_are_gone_are_not_referred_to(
 # -------------------------------------------------------------------------------- sources
 
 
-def _set_status(crawl: Path, status: str) -> None:
+def set_status(crawl: Path, status: str) -> None:
     state = crawl / "state" / "crawl.json"
     data = json.loads(state.read_text())
     data["status"] = status
@@ -442,13 +442,13 @@ async def test_only_completed_crawls_are_sources(tmp_path: Path) -> None:
         run1 = tmp_path / "run1"
         await run_crawl(run1, site.url("/"))
         for status in ("interrupted", "failed", "running"):
-            _set_status(run1, status)
+            set_status(run1, status)
             with pytest.raises(SettingsError, match=f"status '{status}'"):
                 open_source(run1)
             with pytest.raises(SettingsError, match="--revalidate-from"):
                 await run_crawl(tmp_path / f"run-{status}", site.url("/"), revalidate_from=(run1,))
             assert not (tmp_path / f"run-{status}" / "warcs").exists()  # refused before crawling
-        _set_status(run1, "limit")
+        set_status(run1, "limit")
         assert open_source(run1).crawl == run1.resolve()
         with pytest.raises(SettingsError, match="no such crawl"):
             open_source(tmp_path / "nowhere")

@@ -1230,19 +1230,7 @@ class SqliteFrontier:
             else:
                 state = QUEUED
                 self._spill(hq, 1)
-            rows.append(
-                (
-                    url,
-                    hq.id,
-                    state,
-                    next(self._seq),
-                    item.tries,
-                    item.redirects_left,
-                    item.depth,
-                    item.hops,
-                    item.via,
-                )
-            )
+            rows.append(self._row(item, hq, state))
             positions.append(len(new) + len(maybe))
             new.append(item)
         if rows:
@@ -1260,6 +1248,20 @@ class SqliteFrontier:
         await store.backpressure()
         return new
 
+    def _row(self, item: CrawlItem, hq: _HostQueue, state: int) -> tuple[Any, ...]:
+        """The ``urls`` table row of a new URL (column order of the _INSERT statement)."""
+        return (
+            item.url,
+            hq.id,
+            state,
+            next(self._seq),
+            item.tries,
+            item.redirects_left,
+            item.depth,
+            item.hops,
+            item.via,
+        )
+
     async def _put_maybe(self, maybe: list[tuple[int, CrawlItem]]) -> list[tuple[int, CrawlItem]]:
         """Ask the database about URLs the Bloom filter could not rule out (exact)."""
         rows = []
@@ -1267,20 +1269,7 @@ class SqliteFrontier:
         for _, item in maybe:
             hq = self._host(host_port(item.url))
             hosts.append(hq)
-            state = WINDOWED if self._room(hq) else QUEUED
-            rows.append(
-                (
-                    item.url,
-                    hq.id,
-                    state,
-                    next(self._seq),
-                    item.tries,
-                    item.redirects_left,
-                    item.depth,
-                    item.hops,
-                    item.via,
-                )
-            )
+            rows.append(self._row(item, hq, WINDOWED if self._room(hq) else QUEUED))
         # Pending lookups count towards join until answered: nothing joins under a put.
         self.scheduler.added(len(rows))
         loop = asyncio.get_running_loop()
