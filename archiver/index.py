@@ -22,16 +22,15 @@ import os
 import tempfile
 from collections.abc import Iterable, Iterator
 from pathlib import Path
-from typing import TYPE_CHECKING
 
 import surt
 from warcio.archiveiterator import ArchiveIterator
 
+from archiver import warcfile
+from archiver.errors import LockedError
 from archiver.models import WrittenRecord
+from archiver.output import Layout, OutputLock
 from archiver.records import cdx_mime
-
-if TYPE_CHECKING:
-    from archiver.output import Layout
 
 JOURNAL_SUFFIX = ".cdxj"
 CDX11_LEGEND = " CDX N b a m s k r M S V g"
@@ -240,7 +239,6 @@ def truncate_journal(journal: Path, size: int) -> int:
 def layouts(crawl_dir: Path) -> list[Layout]:
     """The layouts writing into ``crawl_dir``: the single run's (``state/journals``), and/or
     one per process sharing it (``state/{hostname}-{pid}/``, each with its lock; issue 7)."""
-    from archiver.output import Layout  # noqa: PLC0415 - output imports nothing from here
 
     found = []
     state = crawl_dir / "state"
@@ -265,9 +263,6 @@ def close_abandoned(crawl_dir: Path) -> list[Path]:
 
     A dead process of a Redis crawl had URLs in flight; their leases expired and other
     processes fetched them again, so each of those may be captured twice (both whole)."""
-    from archiver import warcfile  # noqa: PLC0415 - only needed for abandoned files
-    from archiver.errors import LockedError  # noqa: PLC0415
-    from archiver.output import OutputLock  # noqa: PLC0415
 
     closed: list[Path] = []
     for layout in layouts(crawl_dir):
