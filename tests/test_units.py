@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import json
 import re
+import subprocess
+import sys
 import tomllib
 from pathlib import Path
 
@@ -224,3 +226,20 @@ def test_resolve_fast_path_equals_general_path(ref: str, base: str) -> None:
 )
 def test_resolve_edge_cases(base: str, ref: str, expected: str) -> None:
     assert resolve(base, ref) == expected
+
+
+def test_crawler_start_does_not_load_tldextract_and_surt_keys_still_work() -> None:
+    """surt imports tldextract (and requests) for methods SURT keys never call; archiver.index
+    defers that import. The real module still loads on first use."""
+    code = (
+        "import sys, archiver.cli, surt\n"
+        "assert 'requests' not in sys.modules and 'urllib3' not in sys.modules, 'loaded early'\n"
+        "print(surt.surt('http://www.Example.org/B?b=2&a=1'))\n"
+        "handy = sys.modules['surt.handyurl']\n"
+        "print(handy.tldextract.TLDExtract.__name__, 'requests' in sys.modules)\n"
+    )
+    done = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, timeout=60, check=False
+    )
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.split("\n")[:2] == ["org,example)/b?a=1&b=2", "TLDExtract True"]
