@@ -290,11 +290,36 @@ def _resolve_simple(base: str, ref: str) -> str | None:
     origin_part, base_path, base_dir = _base_parts(base)
     if ref[0] == "?":
         return origin_part + base_path + ref
-    path = ref if ref[0] == "/" else base_dir + ref
+    if ref[0] == "/":
+        path = ref
+    elif ref[0] == ".":
+        path = _climb(base_dir, ref) or base_dir + ref
+    else:
+        path = base_dir + ref
     if "?" in path:
         path_only, _, query = path.partition("?")
         return origin_part + _remove_dot_segments(path_only) + "?" + query
     return origin_part + _remove_dot_segments(path)
+
+
+def _climb(directory: str, ref: str) -> str | None:
+    """``directory + ref`` with the leading ``./`` and ``../`` of ``ref`` applied to the
+    directory (a normalised one: it has no dot segments), or None when ``ref`` has dot
+    segments further on and the general removal must run. Relative links on real sites are
+    mostly ``../x/y.html``: this spares them the split-and-rejoin of every segment."""
+    while True:
+        if ref.startswith("../"):
+            cut = directory.rfind("/", 0, len(directory) - 1)
+            directory = directory[: cut + 1] if cut >= 0 else "/"
+            ref = ref[3:]
+        elif ref.startswith("./"):
+            ref = ref[2:]
+        else:
+            break
+    path = ref.split("?", 1)[0]
+    if path.startswith(".") or "/." in path:
+        return None
+    return directory + ref
 
 
 _SCHEME = re.compile(r"[A-Za-z][A-Za-z0-9+.\-]*\Z")

@@ -222,6 +222,11 @@ def test_resolve_fast_path_equals_general_path(ref: str, base: str) -> None:
         ("http://a.b/x/", "http://A.B:80/y", "http://a.b/y"),
         ("http://a.b/x/", "http://a.b/y#z", "http://a.b/y"),
         ("http://a.b/x/", "https://127.1/", "https://127.0.0.1/"),
+        ("http://a.b/x/y/z.html", "../../q.html?a=/../b", "http://a.b/q.html?a=/../b"),
+        ("http://a.b/x/", "../../../q", "http://a.b/q"),
+        ("http://a.b/x/y/", "./../z/./w", "http://a.b/x/z/w"),
+        ("http://a.b/x/y/", "../", "http://a.b/x/"),
+        ("http://a.b/x/y/", "../..", "http://a.b/"),
     ],
 )
 def test_resolve_edge_cases(base: str, ref: str, expected: str) -> None:
