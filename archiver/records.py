@@ -19,9 +19,7 @@ All records of a capture share one ``WARC-Date`` with microseconds (WARC 1.1 sec
 
 from __future__ import annotations
 
-import os
 import re
-import threading
 import uuid
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
@@ -44,35 +42,8 @@ IdFactory = Callable[[], str]
 Clock = Callable[[], datetime]
 
 
-class _RandomIds:
-    """Version-4 UUIDs from ``os.urandom`` read 4 KiB at a time: one ``getrandom`` system call
-    per 256 ids. ``uuid.uuid4()`` makes one per id, which measured ~14 µs each inside a busy
-    crawl on a VM (2-3 % of its CPU, two records per URL). Same randomness, same format."""
-
-    BATCH = 4096
-
-    def __init__(self) -> None:
-        self._lock = threading.Lock()
-        self._buffer = b""
-        self._position = 0
-        # a forked child must not hand out the parent's remaining ids
-        os.register_at_fork(after_in_child=self._forget)
-
-    def _forget(self) -> None:
-        self._buffer, self._position = b"", 0
-
-    def __call__(self) -> str:
-        with self._lock:
-            if self._position + 16 > len(self._buffer):
-                self._buffer, self._position = os.urandom(self.BATCH), 0
-            start = self._position
-            self._position = start + 16
-            chunk = self._buffer[start : start + 16]
-        return f"<urn:uuid:{uuid.UUID(bytes=chunk, version=4)}>"
-
-
-#: A new ``WARC-Record-ID`` (``<urn:uuid:…>``, random version-4 UUID). Thread-safe.
-new_record_id: IdFactory = _RandomIds()
+def new_record_id() -> str:
+    return f"<urn:uuid:{uuid.uuid4()}>"
 
 
 def utcnow() -> datetime:

@@ -9,7 +9,6 @@ from __future__ import annotations
 import errno
 import itertools
 import os
-import uuid
 import zlib
 from datetime import UTC, datetime
 from pathlib import Path
@@ -19,7 +18,7 @@ import pytest
 from archiver import digest
 from archiver.errors import WriteError
 from archiver.models import Exchange, TlsInfo
-from archiver.records import Original, RecordFactory, fields_block, new_record_id
+from archiver.records import Original, RecordFactory, fields_block
 from archiver.spool import Spool
 from archiver.writer import Writer, WriterConfig, safe_name_part
 from tests.support.warcs import read_records
@@ -235,25 +234,3 @@ async def test_write_error_is_loud_and_leaves_valid_file(tmp_path: Path) -> None
 )
 def test_safe_name_part(text: str, expected: str) -> None:
     assert safe_name_part(text) == expected
-
-
-def test_record_ids_are_distinct_random_uuid4_also_after_fork() -> None:
-    ids = [new_record_id() for _ in range(3000)]  # crosses several 4 KiB batches of urandom
-    assert len(set(ids)) == len(ids)
-    for record_id in ids[:600]:
-        assert record_id.startswith("<urn:uuid:") and record_id.endswith(">")
-        value = uuid.UUID(record_id[len("<urn:uuid:") : -1])
-        assert value.version == 4 and value.variant == uuid.RFC_4122
-    # A forked child must not repeat the ids the parent has still to hand out.
-    read_end, write_end = os.pipe()
-    pid = os.fork()
-    if pid == 0:  # pragma: no cover - the child
-        os.write(write_end, "".join(new_record_id() for _ in range(4)).encode())
-        os._exit(0)
-    os.close(write_end)
-    _, status = os.waitpid(pid, 0)
-    child = os.read(read_end, 4096).decode()
-    os.close(read_end)
-    assert status == 0 and child.count("<urn:uuid:") == 4
-    parent = [new_record_id() for _ in range(4)]
-    assert not any(record_id in child for record_id in parent)
