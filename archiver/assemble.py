@@ -14,6 +14,7 @@ from collections.abc import Iterable
 from pathlib import Path
 
 from archiver import __version__, urls
+from archiver.credentials import credential_scope
 from archiver.errors import SettingsError
 from archiver.fetch import FetchConfig
 from archiver.netguard import AddressPolicy
@@ -88,8 +89,8 @@ async def address_policy(s: Settings, seeds: tuple[str, ...]) -> AddressPolicy:
     return policy
 
 
-def fetch_config(s: Settings) -> FetchConfig:
-    """The fetcher's limits and headers."""
+def fetch_config(s: Settings, seeds: tuple[str, ...]) -> FetchConfig:
+    """The fetcher's limits and headers; credential headers are scoped to the seeds' hosts."""
     return FetchConfig(
         connections=max(s.workers, 1),
         user_agent=s.user_agent,
@@ -104,6 +105,7 @@ def fetch_config(s: Settings) -> FetchConfig:
         tls_verify=s.tls_verify,
         resolve=dict(s.resolve),
         extra_headers=dict(s.header),
+        credential_scope=credential_scope(seeds, s.credential_host),
     )
 
 
@@ -137,7 +139,11 @@ def warcinfo_fields(s: Settings, crawl_name: str) -> tuple[tuple[str, str], ...]
         ("robots", robots),
         ("digest-policy", digest_policy),
         ("tls-policy", tls),
-        ("request-records", "as sent, not redacted"),
+        (
+            "request-records",
+            "as sent, not redacted (configured credential headers are sent only to the seeds' "
+            "hosts and --credential-host hosts, and are redacted from crawl-settings)",
+        ),
         ("crawl-settings", s.to_json_text()),
     ]
     return tuple(fields)

@@ -329,7 +329,7 @@ class Crawler:
             )
             self.sitemaps = SitemapPolicy(enabled=s.sitemaps == "on", max_redirects=s.max_redirects)
             policy = await address_policy(s, seeds)
-            self.fetcher = Fetcher(fetch_config(s), policy, clock=self.clock)
+            self.fetcher = Fetcher(fetch_config(s, seeds), policy, clock=self.clock)
             await self.fetcher.start()
             if self.previous is not None:
                 # this run's own index first, then the earlier crawls (only lookups reach them)

@@ -31,6 +31,7 @@ from aiohttp.resolver import ThreadedResolver
 from yarl import URL
 
 from archiver import capture
+from archiver.credentials import is_credential_header, may_send_credentials
 from archiver.errors import (
     BlockedAddressError,
     FetchError,
@@ -68,6 +69,9 @@ class FetchConfig:
     tls_verify: bool = False  #: True: refuse unverifiable certificates (else capture anyway)
     resolve: Mapping[str, str] = field(default_factory=dict)  #: host -> IP overrides
     extra_headers: Mapping[str, str] = field(default_factory=dict)
+    #: host -> schemes over which the credential headers among ``extra_headers`` may be sent
+    #: (:func:`archiver.credentials.credential_scope`); other hosts never get them
+    credential_scope: Mapping[str, frozenset[str]] = field(default_factory=dict)
 
 
 class BlockedSocketError(OSError):
@@ -181,17 +185,30 @@ class Fetcher:
             raise BlockedSocketError(f"refused to connect: {reason}")
         return socket.socket(family=family, type=type_, proto=proto)
 
-    def _headers(self, url: str, extra: Mapping[str, str] | None) -> dict[str, str]:
+    def _headers(self, extra: Mapping[str, str] | None, *, credentials: bool) -> dict[str, str]:
+        """The request headers; configured credential headers only when ``credentials``."""
         cfg = self.config
         headers = {
             "User-Agent": cfg.user_agent,
             "Accept": cfg.accept,
             "Accept-Encoding": cfg.accept_encoding,
         }
-        headers.update(cfg.extra_headers)
+        if credentials:
+            headers.update(cfg.extra_headers)
+        else:
+            headers.update(self._public_headers)
         if extra:
             headers.update(extra)
         return headers
+
+    @functools.cached_property
+    def _public_headers(self) -> dict[str, str]:
+        """The configured headers that are not credentials (sent to every host)."""
+        return {
+            name: value
+            for name, value in self.config.extra_headers.items()
+            if not is_credential_header(name)
+        }
 
     async def fetch(self, url: str, headers: Mapping[str, str] | None = None) -> Exchange:
         """GET ``url`` (normalised, see :mod:`archiver.urls`) and return the exchange.
@@ -206,8 +223,13 @@ class Fetcher:
             ctx = self._verify_ctx
         else:
             ctx = None
+        # Configured credentials go only to the seeds' hosts, and never to a host whose
+        # certificate failed verification (archiver.credentials).
+        credentials = authority not in self.unverified_hosts and may_send_credentials(
+            self.config.credential_scope, scheme, host
+        )
         try:
-            return await self._fetch_once(url, headers, ctx)
+            return await self._fetch_once(url, headers, ctx, credentials=credentials)
         except aiohttp.ClientConnectorCertificateError as exc:
             if self.config.tls_verify:
                 raise FetchError(
@@ -215,12 +237,17 @@ class Fetcher:
                 ) from exc
             self.unverified_hosts[authority] = _cert_reason(exc)
             try:
-                return await self._fetch_once(url, headers, self._noverify_ctx)
+                return await self._fetch_once(url, headers, self._noverify_ctx, credentials=False)
             except aiohttp.ClientConnectorCertificateError as exc2:  # pragma: no cover
                 raise FetchError(f"TLS failure: {exc2}", FailReason.TLS) from exc2
 
     async def _fetch_once(
-        self, url: str, extra: Mapping[str, str] | None, ctx: ssl.SSLContext | None
+        self,
+        url: str,
+        extra: Mapping[str, str] | None,
+        ctx: ssl.SSLContext | None,
+        *,
+        credentials: bool,
     ) -> Exchange:
         session = self._session
         if session is None:
@@ -247,7 +274,7 @@ class Fetcher:
                 async with asyncio.timeout(cfg.fetch_timeout):
                     response = await session.get(
                         URL(url, encoded=True),
-                        headers=self._headers(url, extra),
+                        headers=self._headers(extra, credentials=credentials),
                         allow_redirects=False,
                         ssl=ctx if ctx is not None else True,
                     )

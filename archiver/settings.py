@@ -21,6 +21,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from archiver.credentials import redact_headers, redact_url
 from archiver.errors import SettingsError
 
 Parser = Callable[..., Any]
@@ -545,6 +546,16 @@ class Settings:
         metavar="HEADER",
         repeat=True,
     )
+    credential_host: tuple[str, ...] = setting(
+        (),
+        "fetch",
+        "Host that may also receive the credential headers among --header (Authorization, "
+        "Cookie, Proxy-Authorization and names with auth, token, secret, password, api-key or "
+        "session), which otherwise go only to the seeds' hosts (repeatable).",
+        parse_strings,
+        metavar="HOST",
+        repeat=True,
+    )
     accept_encoding: str = setting(
         "gzip, deflate",
         "fetch",
@@ -740,10 +751,17 @@ class Settings:
     )
 
     def to_json(self) -> dict[str, Any]:
-        """The settings as JSON-serialisable data (warcinfo, summary.json)."""
+        """The settings as JSON-serialisable data (warcinfo, state/crawl.json), with secrets
+        redacted: credential header values, URL passwords (archiver.credentials)."""
         out: dict[str, Any] = {}
         for f in dataclasses.fields(self):
             value = getattr(self, f.name)
+            if f.name == "header":
+                value = redact_headers(value)
+            elif f.name == "seeds":
+                value = [redact_url(seed) for seed in value]
+            elif f.name == "frontier":
+                value = redact_url(value)
             if isinstance(value, Path):
                 value = str(value)
             elif isinstance(value, tuple):

@@ -155,7 +155,6 @@ from collections import OrderedDict, deque
 from collections.abc import Awaitable, Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Protocol, TypeVar, cast
-from urllib.parse import urlsplit, urlunsplit
 
 import redis.asyncio as aioredis
 from redis.backoff import NoBackoff
@@ -164,6 +163,7 @@ from redis.exceptions import NoScriptError, ReadOnlyError, RedisError, ResponseE
 from redis.exceptions import TimeoutError as RedisTimeoutError
 from redis.retry import Retry
 
+from archiver.credentials import redact_url
 from archiver.errors import FrontierError, FrontierUnavailableError
 from archiver.frontier.base import Lease
 from archiver.models import CrawlItem, FrontierStats, Outcome, ResumeInfo, TaskResult
@@ -567,12 +567,7 @@ def decode_item(data: bytes) -> CrawlItem:
 
 def redact(url: str) -> str:
     """The Redis URL without its password, for messages."""
-    parts = urlsplit(url)
-    if parts.password is None:
-        return url
-    netloc = parts.netloc.rsplit("@", 1)[-1]
-    user = f"{parts.username}:***@" if parts.username else ":***@"
-    return urlunsplit(parts._replace(netloc=user + netloc))
+    return redact_url(url)
 
 
 def default_process_id() -> str:
