@@ -281,9 +281,13 @@ class Pipeline:
             location = ex.header("Location")
             if location:
                 target = urls.resolve(item.url, location)
+                # counted like the skips of Pipeline.put: summary.json's "skips" says why
+                # every skip-logged URL was not fetched
                 if target is None:
+                    self.stats.skip(SkipReason.SCHEME)
                     self._skip_log(item.url, location, SkipReason.SCHEME)
                 elif item.redirects_left <= 0:
+                    self.stats.skip(SkipReason.REDIRECT_LIMIT)
                     self._skip_log(item.url, target, SkipReason.REDIRECT_LIMIT)
                 else:
                     children.append(item.child(target, Hop.REDIRECT))
