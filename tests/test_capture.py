@@ -12,7 +12,11 @@ import asyncio
 import gzip
 import hashlib
 import json
+import os
 import ssl
+import subprocess
+import sys
+import time
 import zlib
 from pathlib import Path
 
@@ -355,6 +359,60 @@ async def test_gzip_bomb_stored_compressed_extraction_bounded(
     (response,) = responses(out / "warcs")
     assert response.block == wire
     assert_verified(out)
+
+
+_CAPPED_ARCHIVER = (
+    "import resource, runpy, sys; "
+    "resource.setrlimit(resource.RLIMIT_AS, (4 << 30, 4 << 30)); "
+    "sys.argv[0] = 'archiver'; runpy.run_module('archiver', run_name='__main__')"
+)
+
+
+def _peak_rss_of(args: list[str], timeout: float = 60.0) -> tuple[int, int]:
+    """Run ``archiver ARGS`` with a 4 GiB address-space cap (a broken bound fails the crawl
+    instead of the machine) and a deadline (it is killed past ``timeout``: exit code -9); its
+    exit code and peak RSS in bytes, from ``wait4``."""
+    argv = [sys.executable, "-c", _CAPPED_ARCHIVER, *args]
+    proc = subprocess.Popen(argv, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    deadline = time.monotonic() + timeout
+    while True:
+        pid, status, usage = os.wait4(proc.pid, os.WNOHANG)
+        if pid:
+            break
+        if time.monotonic() > deadline:
+            proc.kill()
+        time.sleep(0.02)
+    proc.returncode = os.waitstatus_to_exitcode(status)
+    return proc.returncode, usage.ru_maxrss * 1024
+
+
+async def test_gzip_bomb_costs_a_bounded_amount_of_memory(
+    tmp_path: Path, raw_server: RawServer
+) -> None:
+    """The crawler's peak memory for a ~10 MB gzip that inflates to ~10 GiB is bounded by the
+    decoding cap (links.MAX_DECODED) and one parse, not by the inflated size: measured ~175 MB
+    over a one-page crawl's peak."""
+    member = gzip.compress(b"\0" * (1 << 20), compresslevel=9, mtime=0)
+    bomb = member * 10_000
+    raw_server.add(
+        "/bomb",
+        b"HTTP/1.1 200 OK\r\nContent-Type: text/html\r\nContent-Encoding: gzip\r\n"
+        + f"Content-Length: {len(bomb)}\r\n\r\n".encode()
+        + bomb,
+    )
+    raw_server.add("/small", b"HTTP/1.1 200 OK\r\nContent-Type: text/html\r\n"
+                   b"Content-Length: 5\r\n\r\nhello")  # fmt: skip
+    peaks = {}
+    for path in ("/small", "/bomb"):
+        argv = ["crawl", raw_server.url(path), "--output",
+                str(tmp_path / path.strip("/")), "--scope", "page", "--robots", "ignore",
+                "--sitemaps", "off", "--quiet", "--progress", "off"]  # fmt: skip
+        code, peaks[path] = await asyncio.to_thread(_peak_rss_of, argv)
+        assert code == 0, path
+    extra = peaks["/bomb"] - peaks["/small"]
+    assert extra < 400 << 20, f"{extra >> 20} MiB more than a one-page crawl"
+    (response,) = responses(tmp_path / "bomb" / "warcs")
+    assert response.block.endswith(bomb)  # stored as sent
 
 
 async def test_link_with_crlf_cannot_inject_warc_headers(
