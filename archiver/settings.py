@@ -198,7 +198,15 @@ def parse_regexes(value: Any, option: str = "") -> tuple[str, ...]:
 
 
 def parse_resolve(value: Any, option: str = "") -> tuple[tuple[str, str], ...]:
-    """``host=ip`` pairs (like curl's --resolve) used instead of DNS for those hosts."""
+    """``host=ip`` pairs (like curl's --resolve) used instead of DNS for those hosts.
+
+    The host is normalised exactly as a URL's host is (IDNA A-label, lowercase, no trailing
+    dot), because it is looked up by the host of a normalised URL: ``faß.test`` must match
+    ``http://faß.test/``, which is requested as ``xn--fa-hia.test``.
+    """
+    # urls is a pure leaf; imported here so this parser stays the only change to the module
+    from archiver.urls import InvalidURLError, normalize_host  # noqa: PLC0415
+
     pairs = []
     for item in _as_list(value, option):
         host, sep, ip = item.rpartition("=")
@@ -208,7 +216,11 @@ def parse_resolve(value: Any, option: str = "") -> tuple[tuple[str, str], ...]:
             ipaddress.ip_address(ip.strip("[]"))
         except ValueError:
             raise _fail(option, "HOST=IP with a valid IP address", item) from None
-        pairs.append((host.strip().lower(), ip.strip("[]")))
+        try:
+            name = normalize_host(host.strip().rstrip("."))
+        except InvalidURLError:
+            raise _fail(option, "HOST=IP with a valid host name", item) from None
+        pairs.append((name, ip.strip("[]")))
     return tuple(pairs)
 
 
