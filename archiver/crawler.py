@@ -371,6 +371,8 @@ class Crawler:
                 + self.sitemaps.start_items(seeds)
             )
             status, reason = await self._crawl(frontier)
+            if status == STATUS_COMPLETED:
+                status, reason = self._nothing_captured() or (status, reason)
         except ArchiverError as exc:
             # a full disk (at start or while writing) is resumable once space is back
             # a full disk or a frontier failing mid-crawl is resumable once fixed; a backend
@@ -385,6 +387,22 @@ class Crawler:
         finally:
             status, reason = await self._shutdown(status, reason)
         return self._result(status, reason, start.status)
+
+    def _nothing_captured(self) -> tuple[str, str] | None:
+        """A crawl that ended with every fetch failed and nothing archived, in this run or an
+        earlier one, failed (exit code 1): a scheduled run whose seed's DNS or server is down
+        must not report success with an empty archive."""
+        failures = self.stats.failures
+        if self.stats.captures or not failures or warc_files(self.layout.warcs, include_open=True):
+            return None
+        counts = ", ".join(f"{name}: {n}" for name, n in failures.most_common())
+        reason = (
+            f"nothing was captured: every fetch failed ({counts}); see crawl.log.jsonl, fix "
+            "the cause and run again with --overwrite"
+        )
+        if self.log is not None:
+            self.log.error("crawl-error", error=reason)
+        return STATUS_FAILED, reason
 
     async def _crawl(self, frontier: Frontier) -> tuple[str, str | None]:
         assert self._stop_event is not None

@@ -333,7 +333,8 @@ async def test_oversized_headers_fail_clearly(
 async def test_http09_reply_fails_without_a_record(tmp_path: Path, raw_server: RawServer) -> None:
     raw_server.add("/09", b"<html>no status line here</html>", close=True)
     result = await crawl_raw(tmp_path, raw_server, "/09")
-    assert result.status == "completed"
+    assert result.status == "failed"  # nothing could be captured at all
+    assert result.reason and result.reason.startswith("nothing was captured")
     out = tmp_path / "out"
     assert not list((out / "warcs").iterdir()), "nothing to archive: no WARC file is opened"
     assert result.summary["failures"] == {"bad-response": 1}

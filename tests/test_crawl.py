@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import gzip
 import json
+import socket
 from pathlib import Path
 
 import aiohttp
@@ -353,3 +354,23 @@ async def test_identical_payloads_fetched_at_once_become_one_response(tmp_path: 
     assert kinds == ["response"] + ["revisit"] * 4
     report = verify.verify([out / "warcs"], index=out / "index.cdxj")
     assert report.ok, verify.render(report)
+
+
+async def test_a_crawl_that_captured_nothing_because_every_fetch_failed_fails(
+    tmp_path: Path,
+) -> None:
+    """A scheduled run whose site is down must not exit 0 with an empty archive; a site that
+    answers, even with an error status, is a completed crawl."""
+    with socket.socket() as probe:  # a port nothing listens on: connections are refused
+        probe.bind(("127.0.0.1", 0))
+        closed = probe.getsockname()[1]
+    down = await run_crawl(tmp_path / "down", f"http://127.0.0.1:{closed}/", max_tries=1)
+    assert (down.status, down.exit_code) == ("failed", 1)
+    assert down.reason is not None
+    assert down.reason.startswith("nothing was captured: every fetch failed (connect-error: 1)")
+    assert json.loads((tmp_path / "down" / "summary.json").read_text())["status"] == "failed"
+
+    async with SiteServer() as site:  # every URL is a 404
+        answered = await run_crawl(tmp_path / "answered", site.url("/missing"), max_tries=1)
+    assert (answered.status, answered.exit_code) == ("completed", 0)
+    assert answered.summary["captures"] == 1
