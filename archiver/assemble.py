@@ -77,8 +77,10 @@ async def address_policy(s: Settings, seeds: tuple[str, ...]) -> AddressPolicy:
     loop = asyncio.get_running_loop()
     for seed in seeds:
         _, host, port = urls.scheme_host_port(seed)
-        if host in overrides:
-            policy.allow(overrides[host], port)
+        # looked up as the resolver does (fetch.OverrideResolver): "x.test." is "x.test"
+        override = overrides.get(host.rstrip("."))
+        if override is not None:
+            policy.allow(override, port)
             continue
         try:
             infos = await loop.getaddrinfo(host, port, type=socket.SOCK_STREAM)

@@ -17,6 +17,7 @@ from archiver import urls
 from archiver.errors import BlockedAddressError
 from archiver.fetch import FetchConfig, Fetcher
 from archiver.netguard import AddressPolicy, classify
+from tests.conftest import run_crawl
 from tests.support.site import SiteServer
 from tests.test_polite_crawl import crawl, log_events
 
@@ -238,3 +239,21 @@ async def test_allow_private_opens_the_way(tmp_path: Path) -> None:
     reached = {h.path for h in canary.counters.hits}
     assert {"/direct", "/decimal", "/hex", "/octal", "/named", "/redirected"} <= reached
     assert {"/pixel.png", "/from-sitemap"} <= reached
+
+
+async def test_a_seed_with_a_trailing_dot_gets_its_resolve_override_allowed(
+    tmp_path: Path,
+) -> None:
+    """``http://x.test.:PORT/`` is resolved through ``--resolve x.test=127.0.0.1`` (the trailing
+    dot names the same host), so the seed's own address is allowed like any seed's."""
+    async with SiteServer() as site:
+        site.add_page("/", "<p>dotted</p>")
+        result = await run_crawl(
+            tmp_path / "out",
+            f"http://x.test.:{site.port}/",
+            resolve=(("x.test", "127.0.0.1"),),
+            scope="page",
+            max_tries=1,
+        )
+    assert result.status == "completed", result.reason
+    assert result.summary["captures"] == 1
