@@ -186,13 +186,24 @@ class WireRecorder:
             self.excess += len(data)
             return
         if framer.failed:
+            if framer.headers_too_large:
+                # refused already: close this connection too (aiohttp may have retried the
+                # GET on a new one after the first was closed)
+                self.excess += len(data)
+                self.abort_connection()
+                return
             self._store_unframed(data)
             return
         before = framer.consumed
         used = framer.feed(data)
         if used:
             self._store(memoryview(data)[:used], before)
-        if used < len(data) and framer.failed:
+        if framer.headers_too_large:
+            # refused: reading the rest would only cost time (up to the read timeout) and
+            # memory; the fetch fails as headers-too-large when aiohttp sees the close
+            self.excess += len(data) - used
+            self.abort_connection()
+        elif used < len(data) and framer.failed:
             self._store_unframed(memoryview(data)[used:])
         elif used < len(data):
             self.excess += len(data) - used

@@ -269,9 +269,10 @@ class Fetcher:
         timed_out = False
         response: aiohttp.ClientResponse | None = None
         clean = False
+        whole = asyncio.timeout(cfg.fetch_timeout)
         try:
             try:
-                async with asyncio.timeout(cfg.fetch_timeout):
+                async with whole:
                     response = await session.get(
                         URL(url, encoded=True),
                         headers=self._headers(extra, credentials=credentials),
@@ -304,9 +305,13 @@ class Fetcher:
                 raise BlockedAddressError(recorder.blocked)
             if not recorder.headers_complete:
                 if timed_out:
-                    raise FetchError(
-                        f"no complete response within {cfg.fetch_timeout:g} s", FailReason.TIMEOUT
+                    # which clock ran out: the whole fetch's, or the wait for the next bytes
+                    limit = (
+                        f"within {cfg.fetch_timeout:g} s"
+                        if whole.expired()
+                        else f"(nothing received for {cfg.read_timeout:g} s)"
                     )
+                    raise FetchError(f"no complete response {limit}", FailReason.TIMEOUT)
                 raise self._header_failure(recorder, None)
             return self._exchange(url, recorder, date, started, timed_out)
         finally:
