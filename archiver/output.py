@@ -36,6 +36,9 @@ from typing import Any
 
 from archiver.errors import LockedError, OutputExistsError
 
+#: Bytes of the output directory's name kept in the WACZ's file name (255 minus ".wacz.tmp").
+WACZ_NAME_BYTES = 246
+
 STATUS_RUNNING = "running"
 STATUS_COMPLETED = "completed"
 STATUS_LIMIT = "limit"
@@ -113,7 +116,10 @@ class Layout:
 
     @property
     def wacz(self) -> Path:
-        return self.root / f"{self.root.name}.wacz"
+        """``OUTPUT-NAME.wacz``, the name cut so that it and its ``.tmp`` sibling fit in a
+        file name (255 bytes): a long directory name must not break the end of every crawl."""
+        name = self.root.name.encode("utf-8", "surrogateescape")[:WACZ_NAME_BYTES]
+        return self.root / f"{name.decode('utf-8', 'ignore')}.wacz"
 
     @property
     def pages(self) -> Path:

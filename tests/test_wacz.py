@@ -180,3 +180,24 @@ def test_a_crawl_without_warcs_or_index_is_refused(tmp_path: Path) -> None:
     with pytest.raises(OutputError, match=r"no index\.cdxj"):
         wacz.write_wacz(tmp_path)
     assert not list(tmp_path.glob("*.wacz*"))
+
+
+@pytest.mark.parametrize("package", [False, True])
+async def test_an_output_directory_with_a_255_byte_name_completes(
+    tmp_path: Path, site: SiteServer, package: bool
+) -> None:
+    """The WACZ's name derives from the directory's: it is cut to fit a file name, so a long
+    name neither breaks the end of the crawl (the summary looked for the WACZ) nor packaging."""
+    site.add_page("/", "<p>long name</p>")
+    out = tmp_path / ("d" * 250 + "\u00e9\u00e9")  # 254 bytes
+    result = await run_crawl(out, site.url("/"), wacz=package, scope="page")
+    assert result.status == "completed", result.reason
+    assert (out / "summary.json").exists()
+    waczs = list(out.glob("*.wacz"))
+    if package:
+        (path,) = waczs
+        assert path.name == "d" * 246 + ".wacz"
+        ok, output = wacz_validate(path)
+        assert ok, output
+    else:
+        assert not waczs
