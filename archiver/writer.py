@@ -250,10 +250,11 @@ class Writer:
         """Continue after the highest serial already in the directory (resume-safe names)."""
         highest = -1
         directory = self.config.directory
+        prefix = safe_name_part(self.config.prefix, default="ARCHIVER")  # as names write it
         if directory.is_dir():
             for path in directory.iterdir():
                 match = _NAME.match(path.name.removesuffix(OPEN_SUFFIX))
-                if match and match.group("prefix") == self.config.prefix:
+                if match and match.group("prefix") == prefix:
                     highest = max(highest, int(match.group("serial")))
         return highest + 1
 

@@ -10,7 +10,7 @@ import errno
 import itertools
 import os
 import zlib
-from datetime import UTC, datetime
+from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
 import pytest
@@ -197,6 +197,21 @@ async def test_open_suffix_while_writing_and_exclusive_names(tmp_path: Path) -> 
     assert taken.read_bytes() == b"someone else's file"
     assert not list(directory.glob("*.open"))
     assert len(list(directory.glob("*.warc.gz"))) == 2
+
+
+async def test_serials_continue_across_runs_with_a_prefix_that_needs_cleaning(
+    tmp_path: Path,
+) -> None:
+    """Names carry the cleaned prefix ("pre fix" -> "pre-fix"); a second writer on the same
+    directory continues the serials after them (it restarted at 00000 before)."""
+    for run in range(2):  # each run's files opened in a later second: names never collide
+        factory = RecordFactory(clock=lambda run=run: WHEN + timedelta(seconds=run))
+        writer = Writer(WriterConfig(tmp_path / "w", tmp_path / "j", prefix="pre fix"), factory)
+        writer.start()
+        await writer.write(factory.capture(exchange(RESPONSE, body=b"hello")))
+        await writer.close()
+    serials = sorted(p.name.split("-")[3] for p in (tmp_path / "w").glob("*.warc.gz"))
+    assert serials == ["00000", "00001"]
 
 
 async def test_write_error_is_loud_and_leaves_valid_file(tmp_path: Path) -> None:
