@@ -35,6 +35,8 @@ from pathlib import Path
 from types import TracebackType
 from typing import IO, Any, Self
 
+from archiver.output import cut_torn_line
+
 #: Heritrix fetch status codes for fetches that produced no HTTP response, by archiver's
 #: :class:`~archiver.models.FailReason` value. Heritrix codes: -2 HTTP connect failed, -3 HTTP
 #: connect broken (Heritrix's FetchHTTP maps every I/O error after connecting there, including
@@ -209,6 +211,7 @@ class HeritrixLog:
 
     def __init__(self, path: Path) -> None:
         self.path = path
+        cut_torn_line(path)  # a killed run's half line would glue onto the next run's first
         self._file: IO[str] | None = open(  # noqa: SIM115 - closed by close()
             path, "a", encoding="utf-8", newline="\n"
         )

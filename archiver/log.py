@@ -19,6 +19,7 @@ import orjson
 import structlog
 
 from archiver.heritrix import HeritrixLog
+from archiver.output import cut_torn_line
 
 LEVELS = {"debug": 10, "info": 20, "warning": 30, "error": 40, "critical": 50}
 
@@ -57,6 +58,7 @@ class _TeeLogger:
         console_level: int | None,
         heritrix: Path | None = None,
     ):
+        torn = cut_torn_line(path) if path else 0
         self._file: IO[str] | None = open(path, "a", encoding="utf-8") if path else None  # noqa: SIM115
         self._console = console
         self._console_level = console_level
@@ -64,6 +66,11 @@ class _TeeLogger:
         self._lock = threading.Lock()
         #: --heritrix-log: the same events as crawl.log lines (fetch and some skip events)
         self._heritrix = HeritrixLog(heritrix) if heritrix is not None else None
+        if torn:  # an earlier run was killed mid-line; its fragment is gone, say so
+            self.log(
+                {"event": "log-repaired", "removed_bytes": torn, "level": "warning",
+                 "timestamp": _iso_now()}
+            )  # fmt: skip
 
     def log(self, event_dict: dict[str, Any]) -> None:
         line = orjson.dumps(event_dict, default=str).decode("utf-8")

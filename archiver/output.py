@@ -187,6 +187,38 @@ def read_json(path: Path) -> dict[str, Any]:
     return data if isinstance(data, dict) else {}
 
 
+def cut_torn_line(path: Path) -> int:
+    """Cut a line log back to its last complete line; returns the bytes removed.
+
+    A process killed while writing a line leaves a fragment without its newline; the next run
+    appends to the same file, and its first line would be glued to the fragment (two broken
+    JSON lines, or a crawl.log line no reader can split). Called before opening for append.
+    """
+    try:
+        with open(path, "r+b") as fh:
+            size = fh.seek(0, os.SEEK_END)
+            if size == 0:
+                return 0
+            fh.seek(size - 1)
+            if fh.read(1) == b"\n":
+                return 0
+            keep = 0
+            position = size
+            while position > 0:  # find the last newline, reading backwards in blocks
+                start = max(position - 65536, 0)
+                fh.seek(start)
+                block = fh.read(position - start)
+                newline = block.rfind(b"\n")
+                if newline >= 0:
+                    keep = start + newline + 1
+                    break
+                position = start
+            fh.truncate(keep)
+            return size - keep
+    except FileNotFoundError:
+        return 0
+
+
 def write_json_atomic(path: Path, data: Any) -> None:
     tmp = path.with_name(path.name + ".tmp")
     with open(tmp, "w", encoding="utf-8") as fh:

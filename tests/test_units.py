@@ -17,8 +17,10 @@ from hypothesis import strategies as st
 from archiver import digest, index
 from archiver.errors import SettingsError
 from archiver.httpframe import ResponseFramer, State, dechunk
+from archiver.log import crawl_logger
 from archiver.models import WrittenRecord
 from archiver.netguard import AddressPolicy, classify
+from archiver.output import cut_torn_line
 from archiver.settings import default_config_text, load_settings, parse_duration, parse_size
 from archiver.urls import _SIMPLE_REF, _resolve_general, _resolve_simple, normalize_url, resolve
 
@@ -248,3 +250,32 @@ def test_crawler_start_does_not_load_tldextract_and_surt_keys_still_work() -> No
     )
     assert done.returncode == 0, done.stderr
     assert done.stdout.split("\n")[:2] == ["org,example)/b?a=1&b=2", "TLDExtract True"]
+
+
+@pytest.mark.parametrize(
+    ("content", "kept"),
+    [
+        (b"", b""),
+        (b'{"a":1}\n{"b":2}\n', b'{"a":1}\n{"b":2}\n'),
+        (b'{"a":1}\n{"b":', b'{"a":1}\n'),
+        (b'{"b":', b""),
+        (b"x\n" + b"y" * 200_000, b"x\n"),  # a fragment longer than one backwards read
+    ],
+)
+def test_cut_torn_line(tmp_path: Path, content: bytes, kept: bytes) -> None:
+    path = tmp_path / "log.jsonl"
+    path.write_bytes(content)
+    assert cut_torn_line(path) == len(content) - len(kept)
+    assert path.read_bytes() == kept
+    assert cut_torn_line(tmp_path / "missing.jsonl") == 0
+
+
+def test_a_killed_runs_half_line_does_not_break_the_next_runs_log(tmp_path: Path) -> None:
+    path = tmp_path / "crawl.log.jsonl"
+    path.write_bytes(b'{"event":"fetch","url":"http://a/"}\n{"event":"fetch","url":"http://')
+    log = crawl_logger(path, quiet=True)
+    log.logger.info("crawl-start", resumed=True)
+    log.close()
+    events = [json.loads(line) for line in path.read_text().splitlines()]  # every line parses
+    assert [e["event"] for e in events] == ["fetch", "log-repaired", "crawl-start"]
+    assert events[1]["removed_bytes"] == len(b'{"event":"fetch","url":"http://')
