@@ -69,6 +69,7 @@ from archiver.output import (
     STATUS_LIMIT,
     Layout,
     OutputLock,
+    cut_torn_line,
     finish_status,
     prepare,
     read_json,
@@ -350,6 +351,7 @@ class Crawler:
                 auto_seal=False,
             )
             self.writer.start()
+            cut_torn_line(layout.pages)  # a killed run's half line (see output.cut_torn_line)
             self._pages_file = open(layout.pages, "a", encoding="utf-8")  # noqa: SIM115, ASYNC230
             self.pipeline = self.pipeline_class(
                 settings=s,

@@ -185,6 +185,9 @@ def assert_complete(out: Path, server: SiteServer, paths: list[str]) -> None:
     assert report.ok, verify.render(report)
     ours = (out / "index.cdxj").read_text().splitlines()
     assert ours == reference_cdxj(warcs)
+    for log in (out / "crawl.log.jsonl", out / "state" / "pages.jsonl"):
+        for line in log.read_text(encoding="utf-8").splitlines():
+            json.loads(line)  # no run's half line glued to the next run's (kills land anywhere)
 
 
 # ================================================================================ the tests
