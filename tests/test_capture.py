@@ -16,7 +16,7 @@ import os
 import ssl
 import subprocess
 import sys
-import time
+import threading
 import zlib
 from pathlib import Path
 
@@ -375,14 +375,12 @@ def _peak_rss_of(args: list[str], timeout: float = 60.0) -> tuple[int, int]:
     exit code and peak RSS in bytes, from ``wait4``."""
     argv = [sys.executable, "-c", _CAPPED_ARCHIVER, *args]
     proc = subprocess.Popen(argv, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-    deadline = time.monotonic() + timeout
-    while True:
-        pid, status, usage = os.wait4(proc.pid, os.WNOHANG)
-        if pid:
-            break
-        if time.monotonic() > deadline:
-            proc.kill()
-        time.sleep(0.02)
+    deadline = threading.Timer(timeout, proc.kill)  # our child, killed only if still running
+    deadline.start()
+    try:
+        _, status, usage = os.wait4(proc.pid, 0)  # blocks until it exits
+    finally:
+        deadline.cancel()
     proc.returncode = os.waitstatus_to_exitcode(status)
     return proc.returncode, usage.ru_maxrss * 1024
 
