@@ -13,7 +13,6 @@ import gzip
 import hashlib
 import json
 import os
-import ssl
 import subprocess
 import sys
 import threading
@@ -23,7 +22,6 @@ from pathlib import Path
 import aiohttp
 import aiohttp.client_proto
 import pytest
-import trustme
 from aiohttp import web
 
 from archiver import digest, verify
@@ -31,6 +29,7 @@ from archiver.capture import TESTED_AIOHTTP_VERSIONS, RecordingResponseHandler
 from tests.conftest import run_crawl
 from tests.support.pywb import PywbReplay
 from tests.support.raw import RawServer
+from tests.support.tls import self_signed_server
 from tests.support.warcs import read_records, responses
 
 
@@ -440,23 +439,10 @@ async def test_link_with_crlf_cannot_inject_warc_headers(
 
 
 async def test_https_self_signed_captured_with_tls_fields(tmp_path: Path) -> None:
-    ca = trustme.CA()
-    cert = ca.issue_cert("127.0.0.1", "localhost")
-    server_ctx = ssl.create_default_context(ssl.Purpose.CLIENT_AUTH)
-    cert.configure_cert(server_ctx)
-    app = web.Application()
-
     async def page(_: web.Request) -> web.Response:
         return web.Response(text="<html>secret</html>", content_type="text/html")
 
-    app.router.add_get("/", page)
-    runner = web.AppRunner(app)
-    await runner.setup()
-    site = web.TCPSite(runner, "127.0.0.1", 0, ssl_context=server_ctx)
-    await site.start()
-    port = site._server.sockets[0].getsockname()[1]  # type: ignore[union-attr]
-    url = f"https://127.0.0.1:{port}/"
-    try:
+    async with self_signed_server(page) as url:
         result = await run_crawl(tmp_path / "out", url, scope="page", max_tries=1)
         assert result.status == "completed"
         out = tmp_path / "out"
@@ -481,8 +467,6 @@ async def test_https_self_signed_captured_with_tls_fields(tmp_path: Path) -> Non
         )
         assert strict.summary["failures"] == {"tls-error": 1}
         assert not responses(tmp_path / "strict" / "warcs")
-    finally:
-        await runner.cleanup()
 
 
 def test_payload_digest_helpers_agree() -> None:

@@ -38,6 +38,7 @@ from archiver import verify
 from archiver.crawler import DISK_CHECK_SECONDS, EXIT_INTERRUPTED, EXIT_OK
 from tests.support.raw import RawServer
 from tests.support.warcs import read_records, responses
+from tests.test_resume import crawl_args
 
 REPO = Path(__file__).resolve().parents[1]
 RUN_TIMEOUT = 60.0
@@ -115,28 +116,6 @@ def mixed_site(server: RawServer, *, slow: int, fast: int, trickle_bytes: int) -
     for i, path in enumerate(fast_paths):
         server.add(path, http_response(f"<html><body>fast page {i}</body></html>".encode()))
     return Site(server, trickle, slow_paths, fast_paths)
-
-
-def crawl_args(seed: str, out: Path, *extra: str) -> list[str]:
-    """One ``archiver crawl`` command line; running the same one again resumes the crawl."""
-    return [
-        "crawl",
-        seed,
-        "--output",
-        str(out),
-        "--per-host-delay",
-        "0",
-        "--per-host-concurrency",
-        "8",
-        "--workers",
-        "8",
-        "--robots",
-        "ignore",
-        "--sitemaps",
-        "off",
-        "--quiet",
-        *extra,
-    ]
 
 
 @contextmanager

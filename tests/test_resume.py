@@ -103,14 +103,11 @@ def rng() -> random.Random:
     return random.Random(seed)
 
 
-def start(url: str, out: Path, *extra: str) -> subprocess.Popen[str]:
-    """The same ``archiver crawl`` command every time: re-running it resumes."""
-    cmd = [
-        sys.executable,
-        "-m",
-        "archiver",
+def crawl_args(seed: str, out: Path, *extra: str) -> list[str]:
+    """One ``archiver crawl`` command line; running the same one again resumes the crawl."""
+    return [
         "crawl",
-        url,
+        seed,
         "--output",
         str(out),
         "--per-host-delay",
@@ -124,12 +121,15 @@ def start(url: str, out: Path, *extra: str) -> subprocess.Popen[str]:
         "--sitemaps",
         "off",
         "--quiet",
-        # small files: kills also land around rotations, where a file is closed while some
-        # of its captures' outcomes are not yet committed (it must stay .open until they are)
-        "--warc-size",
-        "150KB",
         *extra,
     ]
+
+
+def start(url: str, out: Path, *extra: str) -> subprocess.Popen[str]:
+    """The same ``archiver crawl`` command every time: re-running it resumes."""
+    # small files: kills also land around rotations, where a file is closed while some of its
+    # captures' outcomes are not yet committed (it must stay .open until they are)
+    cmd = [sys.executable, "-m", "archiver", *crawl_args(url, out, "--warc-size", "150KB", *extra)]
     return subprocess.Popen(
         cmd, cwd=REPO, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True
     )

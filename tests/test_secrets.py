@@ -9,11 +9,9 @@ from __future__ import annotations
 
 import gzip
 import json
-import ssl
 import zipfile
 from pathlib import Path
 
-import trustme
 from aiohttp import web
 
 from archiver.assemble import warcinfo_fields
@@ -26,6 +24,7 @@ from archiver.credentials import (
 from archiver.settings import Settings
 from tests.conftest import run_crawl
 from tests.support.site import SiteServer
+from tests.support.tls import self_signed_server
 from tests.support.warcs import read_records
 
 AUTH = "Bearer CANARY-AUTH-1"
@@ -123,28 +122,14 @@ async def test_credentials_go_only_to_the_seed_host_and_are_published_nowhere(
 
 async def test_no_credentials_for_a_host_whose_certificate_failed(tmp_path: Path) -> None:
     """Capture-anyway mode still fetches the page, without the configured secrets."""
-    ca = trustme.CA()
-    server_ctx = ssl.create_default_context(ssl.Purpose.CLIENT_AUTH)
-    ca.issue_cert("127.0.0.1").configure_cert(server_ctx)
     seen: list[dict[str, str]] = []
 
     async def page(request: web.Request) -> web.Response:
         seen.append(dict(request.headers))
         return web.Response(text="<p>self-signed</p>", content_type="text/html")
 
-    app = web.Application()
-    app.router.add_get("/", page)
-    runner = web.AppRunner(app)
-    await runner.setup()
-    site = web.TCPSite(runner, "127.0.0.1", 0, ssl_context=server_ctx)
-    await site.start()
-    port = site._server.sockets[0].getsockname()[1]  # type: ignore[union-attr]
-    try:
-        result = await run_crawl(
-            tmp_path / "out", f"https://127.0.0.1:{port}/", header=HEADERS, scope="page"
-        )
-    finally:
-        await runner.cleanup()
+    async with self_signed_server(page) as url:
+        result = await run_crawl(tmp_path / "out", url, header=HEADERS, scope="page")
     assert result.status == "completed" and result.summary["captures"] == 1
     assert len(seen) == 1
     assert seen[0].get("X-Archive-Run") == "visible-run-4"
