@@ -13,8 +13,8 @@ A crawl of a members-only site is run with ``--header "Authorization: Bearer …
   certificate failed verification (capture-anyway mode);
 * **publishing** it: the settings of the crawl go into the warcinfo record of every WARC file,
   so into every WACZ, and into ``state/crawl.json``. There credential header values are
-  replaced by :data:`REDACTED`, URL
-  passwords (a Redis frontier's, a seed's userinfo) by ``***``.
+  replaced by :data:`REDACTED`, URL passwords (a Redis frontier's, a seed's userinfo) by
+  ``***``.
 
 Request records are the exception, by design: they hold the request *as sent*, credentials
 included, and the warcinfo record says so (``request-records``). Publish the WARCs of an
@@ -27,7 +27,7 @@ import re
 from collections.abc import Iterable, Mapping
 from urllib.parse import urlsplit, urlunsplit
 
-from archiver.urls import InvalidURLError, normalize_host
+from archiver.urls import InvalidURLError, normalize_host, scheme_host_port
 
 REDACTED = "<redacted>"
 
@@ -75,15 +75,11 @@ def credential_scope(
     """
     scope: dict[str, set[str]] = {}
     for seed in seeds:
-        try:
-            parts = urlsplit(seed)
-        except ValueError:
+        if not seed.startswith(("http://", "https://")):
             continue
-        host = (parts.hostname or "").lower()
-        if not host or parts.scheme not in ("http", "https"):
-            continue
-        schemes = scope.setdefault(host, set())
-        schemes.update(("http", "https") if parts.scheme == "http" else ("https",))
+        scheme, host, _ = scheme_host_port(seed)  # as the fetcher splits every URL
+        schemes = scope.setdefault(host.lower(), set())
+        schemes.update(("http", "https") if scheme == "http" else ("https",))
     for host in extra_hosts:
         try:
             name = normalize_host(host.strip().rstrip("."))

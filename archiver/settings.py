@@ -23,6 +23,7 @@ from typing import Any
 
 from archiver.credentials import redact_headers, redact_url
 from archiver.errors import SettingsError
+from archiver.urls import InvalidURLError, normalize_host
 
 Parser = Callable[..., Any]
 
@@ -204,9 +205,6 @@ def parse_resolve(value: Any, option: str = "") -> tuple[tuple[str, str], ...]:
     dot), because it is looked up by the host of a normalised URL: ``faß.test`` must match
     ``http://faß.test/``, which is requested as ``xn--fa-hia.test``.
     """
-    # urls is a pure leaf; imported here so this parser stays the only change to the module
-    from archiver.urls import InvalidURLError, normalize_host  # noqa: PLC0415
-
     pairs = []
     for item in _as_list(value, option):
         host, sep, ip = item.rpartition("=")

@@ -246,11 +246,15 @@ class Writer:
 
     # -- thread side ----------------------------------------------------------------------
 
+    def _name_prefix(self) -> str:
+        """The prefix as file names carry it (cleaned of anything unsafe in a name)."""
+        return safe_name_part(self.config.prefix, default="ARCHIVER")
+
     def _next_serial(self) -> int:
         """Continue after the highest serial already in the directory (resume-safe names)."""
         highest = -1
         directory = self.config.directory
-        prefix = safe_name_part(self.config.prefix, default="ARCHIVER")  # as names write it
+        prefix = self._name_prefix()  # as the names write it
         if directory.is_dir():
             for path in directory.iterdir():
                 match = _NAME.match(path.name.removesuffix(OPEN_SUFFIX))
@@ -261,7 +265,7 @@ class Writer:
     def _open_new_file(self) -> _OpenFile:
         cfg = self.config
         host = safe_name_part(cfg.host)
-        prefix = safe_name_part(cfg.prefix, default="ARCHIVER")
+        prefix = self._name_prefix()
         while True:
             name = f"{prefix}-{timestamp17(self.factory.clock())}-{self._serial:05d}-{host}"
             name += WARC_SUFFIX

@@ -565,11 +565,6 @@ def decode_item(data: bytes) -> CrawlItem:
     )
 
 
-def redact(url: str) -> str:
-    """The Redis URL without its password, for messages."""
-    return redact_url(url)
-
-
 def default_process_id() -> str:
     """``hostname-pid``: unique among live processes, and what the WARC names carry."""
     return f"{socket.gethostname()}-{os.getpid()}"
@@ -641,7 +636,7 @@ class RedisLink:
                 decode_responses=False,
             )
         except ValueError as exc:
-            raise FrontierUnavailableError(f"bad Redis URL {redact(self.url)}: {exc}") from None
+            raise FrontierUnavailableError(f"bad Redis URL {redact_url(self.url)}: {exc}") from None
         self._client = client
         try:
             await client.ping()
@@ -652,13 +647,13 @@ class RedisLink:
             self._client = None
             message = " ".join(str(exc).split()) or type(exc).__name__
             raise FrontierUnavailableError(
-                f"cannot reach Redis at {redact(self.url)}: {message}"
+                f"cannot reach Redis at {redact_url(self.url)}: {message}"
             ) from None
         version = str(info.get("redis_version", "0"))
         if int(version.split(".", maxsplit=1)[0]) < 5:
             await self.close()
             raise FrontierUnavailableError(
-                f"Redis at {redact(self.url)} is version {version}; archiver needs 5 or later"
+                f"Redis at {redact_url(self.url)} is version {version}; archiver needs 5 or later"
             )
 
     async def close(self) -> None:
@@ -686,7 +681,7 @@ class RedisLink:
                 self._up.clear()
                 self._down.set()
             if self.log is not None:
-                self.log.warning("redis-unavailable", url=redact(self.url), error=str(exc))
+                self.log.warning("redis-unavailable", url=redact_url(self.url), error=str(exc))
 
     def came_up(self) -> None:
         if self.down_since is not None:
@@ -697,7 +692,9 @@ class RedisLink:
                 self._down.clear()
                 self._up.set()
             if self.log is not None:
-                self.log.warning("redis-available", url=redact(self.url), outage=round(outage, 2))
+                self.log.warning(
+                    "redis-available", url=redact_url(self.url), outage=round(outage, 2)
+                )
 
     async def wait_available(self) -> None:
         assert self._up is not None
@@ -906,7 +903,7 @@ class RedisFrontier:
             raise
         except (RedisError, OSError) as exc:
             await link.close()
-            raise FrontierUnavailableError(f"Redis at {redact(link.url)}: {exc}") from None
+            raise FrontierUnavailableError(f"Redis at {redact_url(link.url)}: {exc}") from None
         self._apply_counts(counts)
         self._wake = asyncio.Event()
         self._space = asyncio.Event()
