@@ -375,6 +375,8 @@ class Crawler:
             status, reason = await self._crawl(frontier)
             if status == STATUS_COMPLETED:
                 status, reason = self._nothing_captured() or (status, reason)
+            if status == STATUS_COMPLETED and reason is None:
+                reason = self._no_page_reason()
         except ArchiverError as exc:
             # a full disk (at start or while writing) is resumable once space is back
             # a full disk or a frontier failing mid-crawl is resumable once fixed; a backend
@@ -405,6 +407,20 @@ class Crawler:
         if self.log is not None:
             self.log.error("crawl-error", error=reason)
         return STATUS_FAILED, reason
+
+    def _no_page_reason(self) -> str | None:
+        """Why a completed crawl archived no page, when policy skipped what it would have
+        fetched (a seed disallowed by robots.txt, out of scope, a blocked address): still a
+        completed crawl (exit 0), but a scheduled run must say so rather than look like an
+        ordinary success with an empty archive."""
+        shared = self.settings.frontier.startswith("redis")  # other processes may have pages
+        if self.stats.pages or not self.stats.skips or self.resumed or shared:
+            return None
+        counts = ", ".join(f"{name}: {n}" for name, n in self.stats.skips.most_common())
+        reason = f"no page was captured: every URL it reached was skipped ({counts})"
+        if self.log is not None:
+            self.log.warning("no-page-captured", reason=reason)
+        return reason
 
     async def _crawl(self, frontier: Frontier) -> tuple[str, str | None]:
         assert self._stop_event is not None

@@ -221,7 +221,7 @@ async def test_robots_disallowed_urls_are_never_requested(tmp_path: Path) -> Non
             site.add_page(path, "<html>leaf</html>")
         out = tmp_path / "out"
         result = await crawl(out, site.url("/"), robots="obey")
-    assert result.status == "completed"
+    assert (result.status, result.reason) == ("completed", None)
     assert sorted(paths(site)) == ["/", "/private/ok", "/public", "/robots.txt"]
     assert skipped(out, "robots") == {site.url("/private/x"), site.url("/private")}
     assert result.summary["skips"] == {"robots": 2}
@@ -239,10 +239,16 @@ async def test_robots_503_means_no_page_request(tmp_path: Path) -> None:
         site.add_page("/", link_page("/a"))
         out = tmp_path / "out"
         result = await crawl(out, site.url("/"), robots="obey")
-    assert result.status == "completed"
     assert paths(site) == ["/robots.txt"]
     assert skipped(out, "robots") == {site.url("/")}
     assert responses(out / "warcs", site.url("/robots.txt"))  # the 503 itself is archived
+    # a policy outcome, not a failure (exit 0), but the run says it archived no page
+    reason = "no page was captured: every URL it reached was skipped (robots: 1)"
+    assert (result.status, result.exit_code, result.reason) == ("completed", 0, reason)
+    summary = json.loads((out / "summary.json").read_text())
+    assert (summary["status"], summary["reason"]) == ("completed", reason)
+    (warning,) = log_events(out, "no-page-captured")
+    assert (warning["level"], warning["reason"]) == ("warning", reason)
 
 
 async def test_robots_4xx_means_everything_is_crawled(tmp_path: Path) -> None:

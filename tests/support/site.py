@@ -141,9 +141,7 @@ class SiteServer:
         await self._runner.setup()
         site = web.TCPSite(self._runner, self.host, 0)
         await site.start()
-        server = site._server
-        assert server is not None
-        self.port = server.sockets[0].getsockname()[1]  # type: ignore[union-attr]
+        self.port = self._runner.addresses[0][1]  # the port the kernel picked
         self.loop = asyncio.get_running_loop()
         return self
 
