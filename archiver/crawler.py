@@ -220,7 +220,7 @@ class Crawler:
             return SqliteFrontier(self.layout.frontier_db, gate)
         from archiver.frontier.redis import RedisFrontier  # noqa: PLC0415 - optional backend
 
-        frontier = RedisFrontier(
+        return RedisFrontier(
             backend,
             self.settings.crawl_id or "",
             gate=gate,
@@ -228,8 +228,6 @@ class Crawler:
             process_id=self.process_id,
             log=self.log,
         )
-        self.dedup = frontier.digest_index()  # revisits across every process of the crawl
-        return frontier
 
     # -- the run ----------------------------------------------------------------------------
 
@@ -305,6 +303,8 @@ class Crawler:
             if isinstance(frontier, SqliteFrontier):
                 # within-crawl dedup that survives resume and keeps no digest in the heap
                 self.dedup = SqliteDigestIndex(frontier)
+            elif (shared_index := getattr(frontier, "digest_index", None)) is not None:
+                self.dedup = shared_index()  # revisits across every process of the crawl
             self.log.info(
                 "crawl-start",
                 seeds=list(seeds),

@@ -36,6 +36,7 @@ from archiver.spool import Spool
 from tests.conftest import fast_settings
 from tests.support.redis_server import RedisServer
 from tests.support.site import SiteServer
+from tests.support.warcs import responses
 
 DONE = TaskResult(Outcome.DONE, status=200)
 WAIT = 15.0  # upper bound for anything that should happen "soon"
@@ -668,17 +669,69 @@ async def test_a_crawl_through_redis_obeys_robots_and_crawl_delay(
     assert frontier.statistics().done == 3 and frontier.statistics().skipped == 1
 
 
+async def test_two_crawlers_on_one_redis_crawl_store_a_shared_payload_as_revisits(
+    server: RedisServer, crawl_id: str, tmp_path: Path
+) -> None:
+    """Dedup digests go through each process's pump (lookups wait for their reply, adds ride
+    the next round trip): across two crawlers of one crawl, 30 images with one payload are
+    stored in full at most once per crawler, every other copy a revisit that points at a
+    stored response."""
+    image = b"\x89PNG\r\n\x1a\n" + b"one payload" * 300
+    async with SiteServer() as site:
+        pages = [f"/p{i}" for i in range(6)]
+        site.add_page("/", "".join(f'<a href="{p}">{p}</a>' for p in pages))
+        for n, page in enumerate(pages):
+            site.add_page(page, "".join(f'<img src="/img/{n}-{i}.png">' for i in range(5)))
+            for i in range(5):
+                site.add_file(f"/img/{n}-{i}.png", image, "image/png")
+        crawlers = []
+        for name in ("one", "two"):
+            # one worker each: a payload seen before is found in Redis, not among the
+            # process's own fetches in flight
+            settings = fast_settings(
+                tmp_path / name, site.url("/"), workers=1, per_host_concurrency=2
+            )
+            gate = HostGate(concurrency=2, delay=0.0)
+            frontier = RedisFrontier(
+                server.url, crawl_id, gate=gate, settings=settings, process_id=f"test-{name}"
+            )
+            crawlers.append(Crawler(settings, frontier=frontier))
+        results = await asyncio.gather(*(crawler.run() for crawler in crawlers))
+    assert [r.status for r in results] == ["completed", "completed"], results
+    images = [
+        record
+        for name in ("one", "two")
+        for record in responses(tmp_path / name / "warcs")
+        if (record.uri or "").endswith(".png")
+    ]
+    assert len(images) == 30  # each image captured once, by one of the two
+    stored = {r.get("WARC-Record-ID"): r for r in images if r.type == "response"}
+    revisits = [r for r in images if r.type == "revisit"]
+    assert 1 <= len(stored) <= 2 and len(revisits) == 30 - len(stored)
+    for revisit in revisits:
+        assert revisit.get("WARC-Refers-To") in stored
+        original = stored[revisit.get("WARC-Refers-To")]
+        assert revisit.get("WARC-Refers-To-Target-URI") == original.get("WARC-Target-URI")
+        assert revisit.get("WARC-Payload-Digest") == original.get("WARC-Payload-Digest")
+
+
 # -- shared services ------------------------------------------------------------------------
 
 
-async def test_digest_index_first_writer_wins(make: Factory) -> None:
-    one = (await make()).digest_index()
-    two = (await make()).digest_index()
+async def test_digest_index_first_writer_wins(make: Factory, client: aioredis.Redis) -> None:
+    first, second = await make(), await make()
+    one, two = first.digest_index(), second.digest_index()
     assert await one.lookup("sha1:AAA") is None
     await one.add("sha1:AAA", Original("<urn:uuid:1>", "http://a.test/", "2024-01-01T00:00:00Z"))
+    await first.flush()  # an add goes with the pump's next round trip; flush waits for it
+    assert await client.hexists(first.prefix + "digests", "sha1:AAA")
     await two.add("sha1:AAA", Original("<urn:uuid:2>", "http://b.test/", "2024-01-02T00:00:00Z"))
-    found = await two.lookup("sha1:AAA")
+    found = await two.lookup("sha1:AAA")  # after its own add, in call order
     assert found == Original("<urn:uuid:1>", "http://a.test/", "2024-01-01T00:00:00Z")
+    await one.add("sha1:BBB", Original("<urn:uuid:3>", "http://a.test/b", "2024-01-03T00:00:00Z"))
+    assert await one.lookup("sha1:BBB") == Original(
+        "<urn:uuid:3>", "http://a.test/b", "2024-01-03T00:00:00Z"
+    )
 
 
 async def test_robots_cache_round_trip_and_ttl(make: Factory, client: aioredis.Redis) -> None:

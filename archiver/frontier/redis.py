@@ -98,7 +98,8 @@ Batching (one connection's worth of round trips)
 ================================================
 
 One *pump* task per process does all the frontier's Redis traffic, one pipelined round trip at a
-time: pending ``put_many`` calls and outcomes (in call order), a claim for the workers that are
+time: pending ``put_many`` calls and outcomes (in call order), dedup digest lookups and
+additions (:class:`RedisDigestIndex`), a claim for the workers that are
 waiting in ``get()`` right now (never more: a claimed URL holds a host slot), the heartbeat when
 due, and (at most every 100 ms) a read of the counters. While a round trip is in flight, new
 calls queue up and go together in the next one, so the batch grows with the load (group
@@ -791,11 +792,19 @@ class _Script:
 
 
 @dataclass(slots=True)
+class _Query:
+    """A plain command whose caller waits for the reply (a dedup digest lookup)."""
+
+    args: tuple[Any, ...]
+    future: asyncio.Future[Any]
+
+
+@dataclass(slots=True)
 class _Barrier:
     future: asyncio.Future[None]
 
 
-_Op = _Put | _Ack | _Release | _Command | _Script | _Barrier
+_Op = _Put | _Ack | _Release | _Command | _Script | _Query | _Barrier
 
 
 @dataclass(slots=True)
@@ -1149,8 +1158,20 @@ class RedisFrontier:
     # -- shared services -------------------------------------------------------------------
 
     def digest_index(self) -> RedisDigestIndex:
-        """The crawl's dedup digests, on this frontier's connection."""
-        return RedisDigestIndex(self.link)
+        """The crawl's dedup digests, through this frontier's pump."""
+        return RedisDigestIndex(self)
+
+    def send(self, *args: Any) -> None:
+        """Send a plain command with the next round trip; nobody waits for its reply."""
+        self._check()
+        self._push(_Command(args))
+
+    async def ask(self, *args: Any) -> Any:
+        """Send a plain command with the next round trip (at once) and return its reply."""
+        self._check()
+        future: asyncio.Future[Any] = asyncio.get_running_loop().create_future()
+        self._push(_Query(args, future), urgent=True)
+        return await future
 
     def robots_cache(self) -> RedisRobotsCache:
         """The crawl's robots.txt cache, on this frontier's connection."""
@@ -1210,7 +1231,7 @@ class RedisFrontier:
                 waiter.set_exception(error)
         while self._ops:
             op = self._ops.popleft()
-            if isinstance(op, _Put | _Barrier) and not op.future.done():
+            if isinstance(op, _Put | _Query | _Barrier) and not op.future.done():
                 op.future.set_exception(error)
         if self._space is not None:
             self._space.set()
@@ -1269,7 +1290,7 @@ class RedisFrontier:
             return float("inf")
         if len(self._ops) >= FLUSH_BATCH:
             return 0.0
-        urgent = any(isinstance(op, _Put | _Release | _Barrier) for op in self._ops)
+        urgent = any(isinstance(op, _Put | _Release | _Query | _Barrier) for op in self._ops)
         return 0.0 if urgent else now + self.ack_interval
 
     async def _round(self) -> None:
@@ -1350,6 +1371,9 @@ class RedisFrontier:
             elif isinstance(op, _Command):
                 pipe.execute_command(*op.args)
                 plan.calls.append(("command", [op]))
+            elif isinstance(op, _Query):
+                pipe.execute_command(*op.args)
+                plan.calls.append(("query", [op]))
             elif isinstance(op, _Script):
                 pipe.evalsha(_SHAS[op.name], 1, meta, *op.args)
                 plan.calls.append(("command", [op]))
@@ -1386,6 +1410,11 @@ class RedisFrontier:
                     assert isinstance(op, _Release)
                     for token in op.tokens:
                         self._held.pop(token, None)
+            elif kind == "query":
+                for op in ops:
+                    assert isinstance(op, _Query)
+                    if not op.future.done():
+                        op.future.set_result(reply)
         for op in plan.ops:
             if isinstance(op, _Barrier) and not op.future.done():
                 op.future.set_result(None)
@@ -1479,24 +1508,21 @@ class RedisFrontier:
 
 class RedisDigestIndex:
     """The DigestIndex (:mod:`archiver.dedup`) of a crawl shared in Redis: payload digest ->
-    the original capture (record id, URI, date), first writer wins (``HSETNX``)."""
+    the original capture (record id, URI, date), first writer wins (``HSETNX``).
 
-    def __init__(self, link: RedisLink, *, owns_link: bool = False) -> None:
-        self.link = link
-        self._key = link.key("digests")
-        self._owns = owns_link
+    Both calls ride the frontier's pump (one pipelined round trip for everything pending)
+    instead of a round trip each: per capture that was ~15 % of a Redis crawl's CPU. An
+    ``add`` is sent with the next round trip (within ``ack_interval``) without waiting, so
+    another process may miss a digest for a few milliseconds and store that payload in full:
+    a missed revisit, never a revisit pointing at nothing (``add`` follows the write).
+    """
 
-    @classmethod
-    async def connect(cls, url: str, crawl_id: str) -> RedisDigestIndex:
-        link = RedisLink(url, crawl_id)
-        await link.connect()
-        return cls(link, owns_link=True)
+    def __init__(self, frontier: RedisFrontier) -> None:
+        self._frontier = frontier
+        self._key = frontier.link.key("digests")
 
     async def lookup(self, digest: str) -> Original | None:
-        async def get(client: aioredis.Redis) -> bytes | None:
-            return cast(bytes | None, await client.hget(self._key, digest))
-
-        raw = await self.link.call(get)
+        raw = await self._frontier.ask("HGET", self._key, digest)
         if raw is None:
             return None
         record_id, uri, date = json.loads(raw)
@@ -1504,15 +1530,10 @@ class RedisDigestIndex:
 
     async def add(self, digest: str, original: Original) -> None:
         value = json.dumps([original.record_id, original.target_uri, original.date])
-
-        async def put(client: aioredis.Redis) -> None:
-            await client.hsetnx(self._key, digest, value)
-
-        await self.link.call(put)
+        self._frontier.send("HSETNX", self._key, digest, value)
 
     async def close(self) -> None:
-        if self._owns:
-            await self.link.close()
+        """Nothing to close: the frontier owns the connection (and flushes on close)."""
 
 
 # -- robots.txt cache -----------------------------------------------------------------------------
