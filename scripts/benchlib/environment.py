@@ -25,6 +25,7 @@ APT = {
     "nginx-light": lambda: nginx_binary() is not None,
     "wget": lambda: shutil.which("wget") is not None,
     "python3-doc": lambda: docs_root() is not None,
+    "redis-server": lambda: shutil.which("redis-server") is not None,
 }
 #: import name -> pip requirement (pins as in pyproject.toml)
 PIP = {

@@ -91,11 +91,14 @@ def run(
     env: Mapping[str, str] | None = None,
     sample: float = 0.02,
     on_sample: Callable[[int, float], None] | None = None,
+    sum_rss: bool = False,
 ) -> Measurement:
     """Run ``argv`` to completion (or ``timeout``) and measure it.
 
     ``on_sample(pid, elapsed)`` is called at every sample while the command runs (used by the
-    C10K benchmark to read the crawler's RSS while its fetches are in flight).
+    C10K benchmark to read the crawler's RSS while its fetches are in flight). Peak RSS is the
+    largest member of the process tree, or with ``sum_rss`` the largest sum over the tree's
+    members (several crawl processes working together).
     """
     out = open(log, "ab") if log else subprocess.DEVNULL  # noqa: SIM115
     try:
@@ -115,8 +118,8 @@ def run(
             pid, status, usage = os.wait4(proc.pid, os.WNOHANG)
             if pid:
                 break
-            for member in tree(proc.pid):
-                peak = max(peak, status_kb(member, "VmHWM"))
+            members = [status_kb(member, "VmHWM") for member in tree(proc.pid)]
+            peak = max(peak, sum(members) if sum_rss else max(members, default=0))
             if on_sample is not None:
                 on_sample(proc.pid, time.monotonic() - t0)
             if timeout is not None and time.monotonic() - t0 > timeout:
