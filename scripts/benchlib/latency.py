@@ -43,8 +43,11 @@ def run(
     rounds: int,
     frontier: str | None,
     keep: bool,
+    processes: int = 1,
     out: Callable[[str], None] = print,
 ) -> dict[str, Any]:
+    """``processes`` ≥ 2 adds archiver as that many processes on a Redis frontier (the
+    ``workers`` split between them)."""
     frontier_args, frontier_note = peers.frontier_choice(frontier)
     work = WORK / "runs" / "latency"
     shutil.rmtree(work, ignore_errors=True)
@@ -74,6 +77,9 @@ def run(
                 f"{fast.base}/tree/{total}/0", d, workers=workers, frontier_args=frontier_args)),
             ("bare+parse, no delay", lambda d: peers.run_bare(fast.base, urls, d, concurrency=workers, parse=True)),
         ]  # fmt: skip
+        if processes >= 2:
+            runs.insert(1, (multi_name(processes), lambda d: peers.run_archiver_processes(
+                f"{slow.base}/tree/{total}/0", d, processes=processes, workers=workers)))  # fmt: skip
         for r in range(rounds):
             out(f"-- round {r + 1}/{rounds}: 1-min load average {os.getloadavg()[0]:.2f}")
             order = runs[r % len(runs) :] + runs[: r % len(runs)]
@@ -105,6 +111,10 @@ def run(
         "results": results,
         "elapsed_s": round(time.monotonic() - t0, 1),
     }
+
+
+def multi_name(processes: int) -> str:
+    return f"archiver, {processes} processes (Redis)"
 
 
 def _med(rows: list[dict[str, Any]], key: str) -> float:
@@ -156,6 +166,13 @@ def format_report(r: dict[str, Any]) -> str:
             f"70 % × {ceiling:,.0f} (bare+selectolax on the same pages without delay)), i.e. {which}; "
             f"archiver sustains {archiver:,.0f} URLs/s: {'met' if archiver >= goal else 'NOT met'}."
         )
+        for name, rows in res.items():
+            if name.startswith("archiver, ") and "processes" in name:
+                multi = _med(rows, "loop_per_second")
+                lines.append(
+                    f"{name} (the workers split between them, redis-server's CPU included): "
+                    f"{multi:,.0f} URLs/s sustained: {'met' if multi >= goal else 'NOT met'}."
+                )
         if "archiver, no delay" in res:
             with_delay = _med(res["archiver"], "cpu_ms_per_url")
             without = _med(res["archiver, no delay"], "cpu_ms_per_url")
