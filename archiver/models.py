@@ -121,6 +121,7 @@ class FailReason(enum.StrEnum):
     DISCONNECT = "disconnect"
     SERVER_ERROR = "server-error"
     THROTTLED = "throttled"
+    CHALLENGE = "challenge"  #: a bot challenge (CDN/WAF interstitial) instead of the page
     ROBOTS_UNREACHABLE = "robots-unreachable"
     WRITE_ERROR = "write-error"
     INTERNAL = "internal-error"
@@ -241,6 +242,14 @@ class TaskResult:
     status: int | None = None
     reason: str | None = None
     retry_after: float | None = None  #: for RETRY, and for 429/503 host backoff
+
+    @property
+    def host_pause(self) -> float | None:
+        """Seconds the host asked every process to stay away (a 429, a 503, a bot challenge):
+        its Retry-After or the backoff, 30 s when neither is known; None otherwise."""
+        if self.status in (429, 503) or self.reason == FailReason.CHALLENGE:
+            return self.retry_after if self.retry_after is not None else 30.0
+        return None
 
 
 @dataclass(frozen=True, slots=True)

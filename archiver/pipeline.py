@@ -9,7 +9,8 @@ Steps, in order:
 
 1. budgets (``--max-pages``, ``--max-bytes``): a budget reached sets :attr:`Pipeline.limit`;
 2. robots.txt (fetched and archived inside this lease when the host's copy is missing);
-3. the fetch, conditional when an earlier crawl has validators for the URL;
+3. the fetch, conditional when an earlier crawl has validators for the URL; a bot challenge
+   served instead of the page (:mod:`archiver.challenge`) is not archived but retried later;
 4. records: a revisit when the payload was stored before (in this crawl or an earlier one), a
    server-not-modified revisit for a 304, else response + request; written by the writer;
 5. discovery: the redirect ``Location`` or the page's links, scope-checked and queued (before
@@ -21,6 +22,7 @@ from __future__ import annotations
 
 import asyncio
 import collections
+import contextlib
 import contextvars
 import json
 from collections.abc import Awaitable, Callable
@@ -28,7 +30,7 @@ from typing import IO, Any, Protocol
 
 import orjson
 
-from archiver import links, records, urls
+from archiver import challenge, links, records, urls
 from archiver.dedup import DigestIndex
 from archiver.errors import BlockedAddressError, FetchError
 from archiver.fetch import Fetcher
@@ -129,6 +131,7 @@ class Pipeline:
         self._recent_rejected: set[tuple[str, str]] = set()
         #: payload digests whose first copy is being written right now
         self._dedup_in_flight: dict[str, asyncio.Future[Original | None]] = {}
+        self._challenged_hosts: set[str] = set()  # warned about once each
 
     def committed(self, captures: list[WrittenCapture]) -> None:
         """The lease these captures belong to was handed to the frontier."""
@@ -175,6 +178,10 @@ class Pipeline:
             if counts_as_page and s.max_pages is not None:
                 self._pages_reserved -= 1
             return self._failed(item, exc)
+        if s.challenge_pages == "retry" and (provider := self._challenge(exchange)):
+            if counts_as_page and s.max_pages is not None:
+                self._pages_reserved -= 1
+            return self._challenged(item, exchange, provider)
         written = await self._archive(exchange, revalidation)
         captures.append(written)
         if counts_as_page and s.max_pages is not None and 300 <= exchange.status < 400:
@@ -418,6 +425,47 @@ class Pipeline:
             )
         self.stats.failure(reason.value)
         return TaskResult(Outcome.FAILED, reason=reason.value)
+
+    @staticmethod
+    def _challenge(ex: Exchange) -> str | None:
+        """The provider of the bot challenge this response is, if it is one."""
+        body = ex.body if ex.status in (403, 503) else None  # only those look at the body
+        if body:
+            with contextlib.suppress(links.ContentDecodingError):  # else: the bytes as sent
+                body = links.decode_content(
+                    body, ex.header("Content-Encoding"), limit=challenge.BODY_PREFIX
+                )
+        return challenge.detect(ex.status, ex.header, body)
+
+    def _challenged(self, item: CrawlItem, ex: Exchange, provider: str) -> TaskResult:
+        """A challenge instead of the page: nothing archived, the host paused (every process
+        of a shared crawl), the URL tried again later until ``max_tries``; the fetch log keeps
+        what was served."""
+        ex.response.close()
+        host = urls.host_port(item.url)
+        if host not in self._challenged_hosts:
+            self._challenged_hosts.add(host)
+            self.log.warning(
+                "challenge",
+                host=host,
+                provider=provider,
+                url=item.url,
+                status=ex.status,
+                note="a bot challenge instead of the page: not archived, retried later "
+                "(--challenge-pages keep archives it)",
+            )
+        retry = item.tries + 1 < self.settings.max_tries
+        reason = FailReason.CHALLENGE.value
+        retry_after = parse_retry_after(ex.header("Retry-After"))
+        delay = retry_after if retry_after is not None else self._retry_delay(item)
+        self._fetch_log(
+            item, ex, outcome="retry" if retry else "failed", reason=reason, challenge=provider
+        )
+        if retry:
+            self.stats.retries += 1
+            return TaskResult(Outcome.RETRY, status=ex.status, retry_after=delay, reason=reason)
+        self.stats.failure(reason)
+        return TaskResult(Outcome.FAILED, status=ex.status, retry_after=delay, reason=reason)
 
     def _outcome(self, item: CrawlItem, ex: Exchange, written: WrittenCapture) -> TaskResult:
         status = ex.status

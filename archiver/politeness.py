@@ -116,9 +116,7 @@ class HostGate:
         if result is None:
             return
         now = self.clock()
-        pause: float | None = None
-        if result.status in (429, 503):
-            pause = result.retry_after if result.retry_after is not None else 30.0
+        pause = result.host_pause
         server_error = result.status is not None and result.status >= 500
         no_response = result.outcome in (Outcome.RETRY, Outcome.FAILED) and result.status is None
         if server_error or no_response:

@@ -530,6 +530,15 @@ class Settings:
         parse_duration,
         metavar="DURATION",
     )
+    challenge_pages: str = setting(
+        "retry",
+        "politeness",
+        "A bot challenge served instead of the page (Cloudflare, AWS WAF, Vercel, DataDome): "
+        "retry it later with the host paused, and archive nothing of it (retry), or archive it "
+        "like any response (keep).",
+        p_choice("retry", "keep"),
+        choices=("retry", "keep"),
+    )
     max_tries: int = setting(
         3,
         "politeness",

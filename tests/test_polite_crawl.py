@@ -160,6 +160,88 @@ async def test_429_pauses_the_host_for_retry_after(tmp_path: Path) -> None:
     assert result.summary["retries"] == 1
 
 
+CHALLENGE_PAGE = (
+    "<html><head><title>Just a moment...</title></head><body>"
+    '<script src="/cdn-cgi/challenge-platform/h/b/orchestrate/chl_page/v1"></script></body></html>'
+)
+
+
+async def test_a_bot_challenge_is_not_archived_but_retried_with_the_host_paused(
+    tmp_path: Path,
+) -> None:
+    calls = {"n": 0}
+
+    async def guarded(_: web.Request) -> web.StreamResponse:
+        calls["n"] += 1
+        if calls["n"] <= 2:  # Cloudflare's documented marker: cf-mitigated: challenge
+            return web.Response(
+                status=403,
+                text=CHALLENGE_PAGE,
+                content_type="text/html",
+                headers={"cf-mitigated": "challenge", "Retry-After": "1"},
+            )
+        return web.Response(text=link_page("/after"), content_type="text/html")
+
+    async with SiteServer() as site:
+        site.add_page("/", link_page("/guarded", "/a", "/b"))
+        site.add_handler("/guarded", guarded)
+        for path in ("/a", "/b", "/after"):
+            site.add_page(path, "<html>leaf</html>")
+        out = tmp_path / "out"
+        result = await crawl(out, site.url("/"), per_host_concurrency=1, max_tries=3)
+    assert result.status == "completed"
+    hits = site.counters.hits
+    assert [h.path for h in hits].count("/guarded") == 3
+    for n, challenged in enumerate(h.started for h in hits if h.path == "/guarded"):
+        if n == 2:
+            break  # the third answer was the page
+        later = [h.started - challenged for h in hits if h.started > challenged]
+        assert later and min(later) >= 1.0 - TOLERANCE  # the whole host waited
+    # nothing of the challenge is archived; the page that finally came is, and its links
+    (record,) = responses(out / "warcs", site.url("/guarded"))
+    assert record.type == "response" and b"HTTP/1.1 200" in record.block
+    assert not any(b"Just a moment" in r.block for r in read_records(out / "warcs"))
+    assert responses(out / "warcs", site.url("/after"))
+    assert result.summary["retries"] == 2 and "challenge" not in result.summary["failures"]
+    (warning,) = log_events(out, "challenge")
+    assert (warning["level"], warning["provider"], warning["status"]) == (
+        "warning",
+        "cloudflare",
+        403,
+    )
+    fetches = [e for e in log_events(out, "fetch") if e["url"] == site.url("/guarded")]
+    assert [(e["outcome"], e.get("reason"), e.get("challenge")) for e in fetches] == [
+        ("retry", "challenge", "cloudflare"),
+        ("retry", "challenge", "cloudflare"),
+        ("captured", None, None),
+    ]
+
+
+async def test_a_challenge_that_never_ends_fails_the_url_or_is_kept_when_asked(
+    tmp_path: Path,
+) -> None:
+    async with SiteServer() as site:
+        site.add_page("/", link_page("/guarded"))
+        site.add_page(  # AWS WAF's documented challenge: 202 and x-amzn-waf-action
+            "/guarded", CHALLENGE_PAGE, status=202, headers={"x-amzn-waf-action": "challenge"}
+        )
+        retried = await crawl(tmp_path / "retry", site.url("/"), max_tries=2)
+        kept = await crawl(tmp_path / "keep", site.url("/"), challenge_pages="keep")
+    assert retried.status == "completed"
+    assert retried.summary["failures"] == {"challenge": 1}
+    assert not responses(tmp_path / "retry" / "warcs", site.url("/guarded"))
+    (final,) = [e for e in log_events(tmp_path / "retry", "fetch") if e["outcome"] == "failed"]
+    assert (final["url"], final["challenge"], final["status"]) == (
+        site.url("/guarded"),
+        "aws-waf",
+        202,
+    )
+    assert kept.status == "completed" and kept.summary["failures"] == {}
+    (record,) = responses(tmp_path / "keep" / "warcs", site.url("/guarded"))
+    assert b"HTTP/1.1 202" in record.block and b"x-amzn-waf-action: challenge" in record.block
+    assert not log_events(tmp_path / "keep", "challenge")
+
+
 async def test_a_host_that_keeps_failing_is_paused(tmp_path: Path) -> None:
     loop = asyncio.get_running_loop()
     times: dict[str, float] = {}

@@ -1035,9 +1035,8 @@ class RedisFrontier:
             kind = 2
         elif outcome is Outcome.DONE:
             kind = 1
-        pause = -1.0
-        if result.status in (429, 503):
-            pause = result.retry_after if result.retry_after is not None else 30.0
+        host_pause = result.host_pause
+        pause = -1.0 if host_pause is None else host_pause
         self.gate.release(lease.host, result)  # this process's mirror
         item = lease.item.retry() if outcome is Outcome.RETRY else lease.item
         parts = [
