@@ -393,16 +393,23 @@ class Crawler:
         return self._result(status, reason, start.status)
 
     def _nothing_captured(self) -> tuple[str, str] | None:
-        """A crawl that ended with every fetch failed and nothing archived, in this run or an
-        earlier one, failed (exit code 1): a scheduled run whose seed's DNS or server is down
-        must not report success with an empty archive."""
+        """A crawl that ended with every fetch failed and nothing archived but robots.txt, in
+        this run or an earlier one, failed (exit code 1): a scheduled run whose seed's DNS or
+        server is down, or whose every page is a bot challenge, must not report success with
+        an empty archive."""
         failures = self.stats.failures
-        if self.stats.captures or not failures or warc_files(self.layout.warcs, include_open=True):
+        robots = self.pipeline.robots_captures if self.pipeline is not None else 0
+        if self.stats.captures > robots or not failures:
             return None
+        if self.resumed and warc_files(self.layout.warcs, include_open=True):
+            return None  # an earlier run captured something
+        if self.settings.frontier.startswith("redis"):
+            return None  # other processes of the crawl may have
         counts = ", ".join(f"{name}: {n}" for name, n in failures.most_common())
+        but = " but robots.txt" if robots else ""
         reason = (
-            f"nothing was captured: every fetch failed ({counts}); see crawl.log.jsonl, fix "
-            "the cause and run again with --overwrite"
+            f"nothing was captured{but}: every fetch failed ({counts}); see crawl.log.jsonl, "
+            "fix the cause and run again with --overwrite"
         )
         if self.log is not None:
             self.log.error("crawl-error", error=reason)

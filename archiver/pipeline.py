@@ -132,6 +132,8 @@ class Pipeline:
         #: payload digests whose first copy is being written right now
         self._dedup_in_flight: dict[str, asyncio.Future[Original | None]] = {}
         self._challenged_hosts: set[str] = set()  # warned about once each
+        #: captures of robots.txt (and its redirects): not what a crawl is run for
+        self.robots_captures = 0
 
     def committed(self, captures: list[WrittenCapture]) -> None:
         """The lease these captures belong to was handed to the frontier."""
@@ -217,6 +219,7 @@ class Pipeline:
         assert self.fetcher is not None
         exchange = await self.fetcher.fetch(url)
         captures.append(await self._archive(exchange))
+        self.robots_captures += 1
         return exchange
 
     async def _archive(

@@ -242,6 +242,35 @@ async def test_a_challenge_that_never_ends_fails_the_url_or_is_kept_when_asked(
     assert not log_events(tmp_path / "keep", "challenge")
 
 
+async def test_a_crawl_that_only_ever_got_challenges_fails(tmp_path: Path) -> None:
+    """A scheduled crawl of a site that challenges every request (robots.txt included) has
+    archived nothing worth having: it fails (exit 1) rather than completing with an archive
+    of robots.txt alone."""
+
+    async def challenge_everything(_: web.Request) -> web.StreamResponse:
+        return web.Response(
+            status=403,
+            text=CHALLENGE_PAGE,
+            content_type="text/html",
+            headers={"cf-mitigated": "challenge", "Retry-After": "0"},
+        )
+
+    async with SiteServer() as site:
+        for path in ("/", "/robots.txt"):
+            site.add_handler(path, challenge_everything)
+        obeying = await crawl(tmp_path / "obey", site.url("/"), robots="obey", max_tries=2)
+        ignoring = await crawl(tmp_path / "ignore", site.url("/"), max_tries=2)
+    assert (obeying.status, obeying.exit_code) == ("failed", 1)
+    assert obeying.reason is not None
+    assert obeying.reason.startswith(
+        "nothing was captured but robots.txt: every fetch failed (challenge: 1)"
+    )
+    assert obeying.summary["captures"] == 1  # robots.txt as served (RFC 9309: a 4xx allows all)
+    assert (ignoring.status, ignoring.exit_code) == ("failed", 1)
+    assert ignoring.reason is not None
+    assert ignoring.reason.startswith("nothing was captured: every fetch failed (challenge: 1)")
+
+
 async def test_a_host_that_keeps_failing_is_paused(tmp_path: Path) -> None:
     loop = asyncio.get_running_loop()
     times: dict[str, float] = {}
