@@ -26,6 +26,7 @@ from aiohttp import web
 
 from archiver import digest, verify
 from archiver.capture import TESTED_AIOHTTP_VERSIONS, RecordingResponseHandler
+from archiver.crawler import CrawlResult
 from tests.conftest import run_crawl
 from tests.support.pywb import PywbReplay
 from tests.support.raw import RawServer
@@ -47,7 +48,9 @@ def log_events(out: Path) -> list[dict[str, object]]:
     return [json.loads(line) for line in (out / "crawl.log.jsonl").read_text().splitlines()]
 
 
-async def crawl_raw(tmp_path: Path, server: RawServer, *paths: str, **overrides: object):
+async def crawl_raw(
+    tmp_path: Path, server: RawServer, *paths: str, **overrides: object
+) -> CrawlResult:
     values: dict[str, object] = {"scope": "page", "max_tries": 1, "workers": 2}
     values.update(overrides)
     return await run_crawl(tmp_path / "out", *(server.url(p) for p in paths), **values)

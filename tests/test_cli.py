@@ -369,7 +369,7 @@ def read_lines(proc: subprocess.Popen[bytes], count: int, timeout: float = 90) -
         ready, _, _ = select.select([fd], [], [], timeout)
         assert ready, f"no output in {timeout} s: {buf!r}"
         chunk = os.read(fd, 4096)
-        assert chunk, f"exited early: {buf!r} {proc.stderr.read() if proc.stderr else ''}"
+        assert chunk, f"exited early: {buf!r} {proc.stderr.read() if proc.stderr else b''!r}"
         buf += chunk
     return buf.decode().splitlines()
 

@@ -48,7 +48,7 @@ async def test_runs_of_a_job_store_only_what_changed(tmp_path: Path) -> None:
     job = tmp_path / "example-job"
     async with SiteServer() as site:
         changing = ChangingSite(site)
-        sources = {"dedup_from": (PREVIOUS,), "revalidate_from": (PREVIOUS,)}
+        sources: dict[str, Any] = {"dedup_from": (PREVIOUS,), "revalidate_from": (PREVIOUS,)}
         first_run, first = await run_job(job, site.url("/"), **sources)
         assert first.status == "completed" and first.exit_code == 0
         assert first_run.previous is None and not first_run.resumed

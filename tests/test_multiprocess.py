@@ -199,7 +199,8 @@ def test_a_killed_process_leaves_nothing_undone(tmp_path: Path, redis_tcp: Redis
         owner = f"{socket.gethostname()}-{victim.pid}".encode()
         in_flight = set()
         for value in leases.values():
-            who, _, item = value.split(b"\0", 2)
+            raw = value if isinstance(value, bytes) else value.encode()
+            who, _, item = raw.split(b"\0", 2)
             if who == owner:
                 in_flight.add(json.loads(item[16:])[0])
         assert in_flight, "the victim held no lease when it was killed"

@@ -205,7 +205,11 @@ async def test_serials_continue_across_runs_with_a_prefix_that_needs_cleaning(
     """Names carry the cleaned prefix ("pre fix" -> "pre-fix"); a second writer on the same
     directory continues the serials after them (it restarted at 00000 before)."""
     for run in range(2):  # each run's files opened in a later second: names never collide
-        factory = RecordFactory(clock=lambda run=run: WHEN + timedelta(seconds=run))
+
+        def clock(seconds: int = run) -> datetime:
+            return WHEN + timedelta(seconds=seconds)
+
+        factory = RecordFactory(clock=clock)
         writer = Writer(WriterConfig(tmp_path / "w", tmp_path / "j", prefix="pre fix"), factory)
         writer.start()
         await writer.write(factory.capture(exchange(RESPONSE, body=b"hello")))

@@ -261,6 +261,7 @@ async def test_failures_back_off_the_host(make: Factory, client: aioredis.Redis)
     await frontier.flush()
     paused, fails = await client.hmget(frontier.prefix + "host:down.test", ["pause", "fails"])
     now = float((await client.time())[0])
+    assert fails is not None and paused is not None
     assert int(fails) == 3
     assert float(paused) - now > 3  # 5 s after the third failure in a row
 
@@ -301,7 +302,7 @@ async def test_server_errors_count_as_host_failures(make: Factory, client: aiore
         await frontier.task_done(lease, TaskResult(Outcome.DONE, status=500))
     await frontier.flush()
     fails = await client.hget(frontier.prefix + "host:five.test", "fails")
-    assert int(fails) == 3
+    assert fails is not None and int(fails) == 3
 
 
 async def test_cancelled_get_loses_nothing(make: Factory) -> None:

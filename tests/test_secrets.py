@@ -101,13 +101,13 @@ async def test_credentials_go_only_to_the_seed_host_and_are_published_nowhere(
     assert ["Authorization", "<redacted>"] in settings["header"]
 
     checked = 0
-    for path in sorted(out.rglob("*")):
-        if not path.is_file() or path.name.endswith((".warc.gz", ".wacz", ".sqlite")):
+    for written in sorted(out.rglob("*")):
+        if not written.is_file() or written.name.endswith((".warc.gz", ".wacz", ".sqlite")):
             continue
-        data = path.read_bytes()
-        if path.suffix == ".gz":
+        data = written.read_bytes()
+        if written.suffix == ".gz":
             data = gzip.decompress(data)
-        assert not _leaks(data), path
+        assert not _leaks(data), written
         checked += 1
     assert checked >= 6  # crawl.json, crawl.log.jsonl, summary.json, index.cdxj, pages, ...
     with zipfile.ZipFile(out / "out.wacz") as wacz:

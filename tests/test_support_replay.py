@@ -34,7 +34,7 @@ class Capture:
 
     @property
     def timestamp(self) -> str:
-        return iso_date_to_timestamp(self.date)
+        return str(iso_date_to_timestamp(self.date))
 
 
 CAPTURES = [

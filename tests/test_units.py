@@ -77,7 +77,11 @@ def test_framer_splits_exact_boundaries_any_chunking() -> None:
     wire = b"HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n3;x=y\r\nabc\r\n0\r\nT: 1\r\n\r\n"
     for step in range(1, len(wire) + 1):
         payload: list[bytes] = []
-        framer = ResponseFramer(on_body=lambda m, sink=payload: sink.append(bytes(m)))
+
+        def on_body(m: memoryview, sink: list[bytes] = payload) -> None:
+            sink.append(bytes(m))
+
+        framer = ResponseFramer(on_body=on_body)
         used = 0
         data = wire + b"NEXT"
         for i in range(0, len(data), step):

@@ -28,9 +28,11 @@ async def crawl(base: str, paths: list[str], concurrency: int, parse: bool) -> d
         queue.put_nowait(base.rstrip("/") + path)
     statuses: Counter[int] = Counter()
     totals = {"requests": 0, "bytes": 0, "links": 0}
-    parser = None
+    parser: type[LexborHTMLParser] | None = None
     if parse:
-        from selectolax.lexbor import LexborHTMLParser as parser  # noqa: N813, PLC0415
+        from selectolax.lexbor import LexborHTMLParser  # noqa: PLC0415
+
+        parser = LexborHTMLParser
 
     async def worker(session: aiohttp.ClientSession) -> None:
         while True:
@@ -86,7 +88,7 @@ def main() -> None:
         try:
             import uvloop  # noqa: PLC0415
 
-            loop = f"uvloop {uvloop.__version__}"
+            loop = f"uvloop {getattr(uvloop, '__version__', '?')}"
             result = uvloop.run(coro)
         except ImportError:
             result = asyncio.run(coro)

@@ -67,7 +67,7 @@ class RedisServer:
         self.persistent = persistent
         self.socket_path = self.directory / "redis.sock"
         if len(str(self.socket_path)) > 100:
-            self._sockdir = Path(tempfile.mkdtemp(prefix="rs-", dir="/tmp"))
+            self._sockdir: Path | None = Path(tempfile.mkdtemp(prefix="rs-", dir="/tmp"))
             self.socket_path = self._sockdir / "redis.sock"
         else:
             self._sockdir = None
