@@ -36,7 +36,7 @@ from aiohttp.client_proto import ResponseHandler
 from archiver import digest
 from archiver.httpframe import Framing, ResponseFramer, State
 from archiver.models import TlsInfo, Truncation
-from archiver.spool import DEFAULT_MEMORY_LIMIT, Spool
+from archiver.spool import COPY_CHUNK, DEFAULT_MEMORY_LIMIT, Spool
 
 #: aiohttp releases whose internals this module has been verified against.
 TESTED_AIOHTTP_VERSIONS = ("3.14.5",)
@@ -150,6 +150,8 @@ class WireRecorder:
         self.algorithm = algorithm
         self.request = bytearray()
         self.response = Spool(memory_limit=spool_memory, directory=spool_dir)
+        self._spool_config = (spool_memory, spool_dir)
+        self._interim_taken = False
         self.framer = ResponseFramer(
             method=method,
             on_body=self._on_payload,
@@ -276,6 +278,37 @@ class WireRecorder:
         if self.eof:
             return Truncation.DISCONNECT
         return Truncation.UNSPECIFIED
+
+    def take_interim(self) -> list[bytes]:
+        """Remove the interim (1xx) responses that came before the final one from the stored
+        response, and return them (each as received).
+
+        Replay tools and indexers read a response record's first status line as the capture's
+        status: a block starting with ``103 Early Hints`` replays as a 103 with the real
+        response for a body (cdxj-indexer indexes it as 103). RFC 9110 section 15.2 makes
+        them separate, interim messages; the record keeps the final response and the interim
+        ones go beside it (:meth:`archiver.records.RecordFactory.capture`), so every byte
+        received is still in the WARC. Rare, so the block digest is simply computed again.
+        """
+        ends = self.framer.interim_ends
+        if not ends or self._interim_taken or self.response.size < ends[-1]:
+            return []
+        self._interim_taken = True
+        cut = ends[-1]
+        head = self.response.head(cut)
+        parts = [head[start:end] for start, end in zip([0, *ends[:-1]], ends, strict=True)]
+        memory, directory = self._spool_config
+        final = Spool(memory_limit=memory, directory=directory)
+        block = digest.new_hasher(self.algorithm)
+        with self.response.open() as reader:
+            reader.seek(cut)
+            while chunk := reader.read(COPY_CHUNK):
+                final.write(chunk)
+                block.update(chunk)
+        self.response.close()
+        self.response = final
+        self._block = block
+        return parts
 
     def block_digest(self) -> str:
         return digest.finish(self.algorithm, self._block)

@@ -185,6 +185,8 @@ class ResponseFramer:
         self.headers: list[tuple[bytes, bytes]] = []
         #: bytes of the header block(s), interim responses included
         self.header_length = 0
+        #: where each interim (1xx) response ended, from the start of the stream
+        self.interim_ends: list[int] = []
         self.consumed = 0  #: bytes of this response seen so far
         self.body_length = 0  #: raw body bytes (chunk framing included)
         self.payload_length = 0
@@ -289,6 +291,7 @@ class ResponseFramer:
             return used
         if self.state is State.HEADERS:  # an interim 1xx response: the next one follows
             self._head_start = end
+            self.interim_ends.append(end)
         else:
             self._head = bytearray()
         return used

@@ -11,17 +11,19 @@ A capture is written as adjacent records, in this order, never split across file
 1. ``response`` (or ``revisit``), the record the index points at;
 2. ``request``, with ``WARC-Concurrent-To`` naming the response (what warcio's
    ``write_request_response_pair`` and cdxj-indexer's pairing expect, SPEC-NOTES A.6);
-3. optionally ``metadata`` (``application/warc-fields``), Concurrent-To the response, e.g. the
-   outcome of a failed TLS certificate verification.
+3. optionally ``metadata`` (``application/warc-fields``), Concurrent-To the response: the
+   outcome of a failed TLS certificate verification, interim (1xx) responses that came before
+   the final one.
 
 All records of a capture share one ``WARC-Date`` with microseconds (WARC 1.1 section 5.4).
 """
 
 from __future__ import annotations
 
+import base64
 import re
 import uuid
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 
@@ -183,7 +185,7 @@ class RecordFactory:
         ]
         response = PendingRecord("response", headers, ex.response, ex.response_length)
         records = [response, self._request(ex, date, response_id)]
-        records.extend(self._tls_metadata(ex, date, response_id))
+        records.extend(self._capture_metadata(ex, date, response_id))
         return PendingCapture(
             url=ex.target_uri,
             records=records,
@@ -222,7 +224,7 @@ class RecordFactory:
         ]
         revisit = PendingRecord("revisit", headers, head, len(head))
         records = [revisit, self._request(ex, date, revisit_id)]
-        records.extend(self._tls_metadata(ex, date, revisit_id))
+        records.extend(self._capture_metadata(ex, date, revisit_id))
         ex.response.close()  # the body is not stored: drop the spool now
         return PendingCapture(
             url=ex.target_uri,
@@ -243,24 +245,35 @@ class RecordFactory:
         ]
         return PendingRecord("request", headers, ex.request, len(ex.request))
 
-    def _tls_metadata(self, ex: Exchange, date: str, concurrent_to: str) -> list[PendingRecord]:
+    def _capture_metadata(self, ex: Exchange, date: str, concurrent_to: str) -> list[PendingRecord]:
+        """What the capture's records cannot say themselves, as one metadata record beside
+        them: a TLS certificate that failed verification, and the interim (1xx) responses
+        received before the final one (kept out of the response record so replay and
+        indexing see the final status; each one here as a readable status line and its
+        exact bytes in base64)."""
+        fields: list[tuple[str, str]] = []
         tls = ex.tls
-        if tls is None or tls.verified:
+        if tls is not None and not tls.verified:
+            fields.append(("tls-certificate-verified", "false"))
+            if tls.verify_error:
+                fields.append(("tls-verify-error", tls.verify_error))
+        for interim in ex.interim:
+            status_line = interim.split(b"\n", 1)[0].rstrip(b"\r").decode("latin-1")
+            fields.append(("http-interim-response", status_line))
+            fields.append(("http-interim-response-base64", base64.b64encode(interim).decode()))
+        if not fields:
             return []
-        fields = {"tls-certificate-verified": "false"}
-        if tls.verify_error:
-            fields["tls-verify-error"] = tls.verify_error
         return [self.metadata(ex.target_uri, date, fields, concurrent_to=concurrent_to)]
 
     def metadata(
         self,
         target_uri: str,
         date: str,
-        fields: dict[str, str],
+        fields: Mapping[str, str] | Iterable[tuple[str, str]],
         *,
         concurrent_to: str | None = None,
     ) -> PendingRecord:
-        block = fields_block(fields.items())
+        block = fields_block(fields.items() if isinstance(fields, Mapping) else fields)
         headers = [
             ("WARC-Type", "metadata"),
             ("WARC-Record-ID", self.new_id()),

@@ -9,6 +9,7 @@ verifier is the judge: ``warcio check`` hashes chunk framing, SPEC-NOTES finding
 from __future__ import annotations
 
 import asyncio
+import base64
 import gzip
 import hashlib
 import json
@@ -25,12 +26,13 @@ import pytest
 from aiohttp import web
 
 from archiver import digest, verify
-from archiver.capture import TESTED_AIOHTTP_VERSIONS, RecordingResponseHandler
+from archiver.capture import TESTED_AIOHTTP_VERSIONS, RecordingResponseHandler, WireRecorder
 from archiver.crawler import CrawlResult
 from tests.conftest import run_crawl
 from tests.support.pywb import PywbReplay
 from tests.support.raw import RawServer
 from tests.support.tls import self_signed_server
+from tests.support.tools import reference_cdxj
 from tests.support.warcs import read_records, responses
 
 
@@ -157,6 +159,77 @@ async def test_gzip_content_encoding_stored_compressed(
             replay.get_id, raw_server.url("/gz"), timestamp, accept_encoding="gzip"
         )
         assert raw.body == body and raw.header("Content-Encoding") == "gzip"  # exactly as archived
+
+
+async def test_interim_responses_go_beside_the_final_one(
+    tmp_path: Path, raw_server: RawServer
+) -> None:
+    """``100 Continue`` and ``103 Early Hints`` before the final response: the response record
+    holds the final response (what replay tools and indexers read the status from), the
+    interim ones go, byte for byte, into a metadata record beside it."""
+    interim = [
+        b"HTTP/1.1 100 Continue\r\n\r\n",
+        b"HTTP/1.1 103 Early Hints\r\nLink: </style.css>; rel=preload; as=style\r\n\r\n",
+    ]
+    html = b"<html><title>hinted</title><a href='/next'>n</a></html>"
+    final = (
+        b"HTTP/1.1 200 OK\r\nContent-Type: text/html\r\n"
+        + f"Content-Length: {len(html)}\r\n\r\n".encode()
+        + html
+    )
+    raw_server.add("/hinted", b"".join(interim) + final)
+    raw_server.add("/next", b"HTTP/1.1 200 OK\r\nContent-Length: 2\r\n\r\nok")
+    await crawl_raw(tmp_path, raw_server, "/hinted", scope="host")
+    out = tmp_path / "out"
+    records = read_records(out / "warcs")
+    (response,) = responses(out / "warcs", raw_server.url("/hinted"))
+    assert response.block == final
+    assert response.get("WARC-Block-Digest") == sha1(final)
+    assert response.get("WARC-Payload-Digest") == sha1(html)
+    (metadata,) = [r for r in records if r.type == "metadata"]
+    assert metadata.get("WARC-Concurrent-To") == response.get("WARC-Record-ID")
+    assert metadata.get("WARC-Target-URI") == raw_server.url("/hinted")
+    fields = [line.split(": ", 1) for line in metadata.block.decode().splitlines()]
+    assert [name for name, _ in fields] == [
+        "http-interim-response",
+        "http-interim-response-base64",
+    ] * 2
+    assert [value for name, value in fields if name == "http-interim-response"] == [
+        "HTTP/1.1 100 Continue",
+        "HTTP/1.1 103 Early Hints",
+    ]
+    kept = [base64.b64decode(v) for n, v in fields if n == "http-interim-response-base64"]
+    assert b"".join(kept) + response.block == b"".join(interim) + final  # every byte received
+    assert responses(out / "warcs", raw_server.url("/next")), "the final page's links are read"
+    assert_verified(out)
+    ours = sorted((out / "index.cdxj").read_text().splitlines(), key=str.encode)
+    assert ours == reference_cdxj(out / "warcs")  # cdxj-indexer sees status 200 too
+    assert json.loads(ours[0].split(" ", 2)[2])["status"] == "200"
+    timestamp = ours[0].split(" ")[1]
+    warcs = sorted((out / "warcs").glob("*.warc.gz"))
+    with PywbReplay(tmp_path / "pywb", warcs, cdxj=out / "index.cdxj") as replay:
+        shown = await asyncio.to_thread(replay.get_id, raw_server.url("/hinted"), timestamp)
+    assert (shown.status, shown.body) == (200, html)
+
+
+@pytest.mark.parametrize("spool_memory", [1 << 20, 64])  # in memory, and spooled to disk
+def test_interim_responses_split_off_whatever_the_chunking(spool_memory: int) -> None:
+    hints = b"HTTP/1.1 103 Early Hints\r\nLink: </a.css>; rel=preload\r\n\r\n"
+    body = b"x" * 5000
+    final = b"HTTP/1.1 200 OK\r\nContent-Length: 5000\r\n\r\n" + body
+    wire = hints + final
+    for step in (1, 7, 61, len(wire)):
+        recorder = WireRecorder(spool_memory=spool_memory, keep_body=100)
+        for start in range(0, len(wire), step):
+            recorder.on_received(wire[start : start + step])
+        assert recorder.framer.done
+        assert recorder.take_interim() == [hints]
+        assert recorder.response.getvalue() == final
+        assert recorder.response.in_memory is (spool_memory > len(wire))
+        assert recorder.block_digest() == sha1(final)
+        assert recorder.payload_digest() == sha1(body)
+        assert recorder.take_interim() == []  # once
+        recorder.response.close()
 
 
 async def test_odd_headers_stored_byte_identical(tmp_path: Path, raw_server: RawServer) -> None:
