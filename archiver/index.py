@@ -8,7 +8,8 @@ pass over the WARC files.
 Lines are exactly what cdxj-indexer writes for the same records (SPEC-NOTES B.2): the key from
 ``surt.surt`` (what pywb binary-searches with; B.3), the 14-digit timestamp of ``WARC-Date``, and
 ``{"url", "mime", "status", "digest", "length", "offset", "filename"}`` as strings in that order,
-``mime`` omitted when the response has no Content-Type, serialised with ``json.dumps`` defaults.
+``mime`` omitted when the response has no Content-Type (``""`` when it has an empty one),
+serialised with ``json.dumps`` defaults.
 Sorting is by UTF-8 byte order (``LC_ALL=C``); ``json.dumps`` output is ASCII, so Python string
 order is byte order.
 """
@@ -82,7 +83,7 @@ def cdxj_line(record: WrittenRecord, url: str | None = None) -> str:
     """One CDXJ line for a written record."""
     target = url or record.target_uri
     fields: dict[str, str] = {"url": target}
-    if record.mime:
+    if record.mime is not None:
         fields["mime"] = record.mime
     if record.status is not None:
         fields["status"] = str(record.status)
@@ -104,7 +105,7 @@ def cdx11_line(cdxj: str) -> str:
             key,
             ts,
             fields.get("url", "-"),
-            fields.get("mime", "-"),
+            fields.get("mime") or "-",  # "-" also for an empty one: fields are space-separated
             fields.get("status", "-"),
             digest or "-",
             "-",

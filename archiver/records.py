@@ -118,11 +118,12 @@ class PendingCapture:
 
 
 def cdx_mime(content_type: str | None) -> str | None:
-    """The CDX ``mime`` of an HTTP Content-Type, exactly as cdxj-indexer derives it."""
-    if not content_type:
+    """The CDX ``mime`` of an HTTP Content-Type, exactly as cdxj-indexer derives it: None
+    without the header, ``""`` for a header with no media type (``Content-Type:``), which
+    cdxj-indexer writes as ``"mime": ""``."""
+    if content_type is None:
         return None
-    value = _MIME_SPLIT.split(content_type, 1)[0].strip()
-    return value or None
+    return _MIME_SPLIT.split(content_type, 1)[0].strip()
 
 
 @dataclass(frozen=True, slots=True)

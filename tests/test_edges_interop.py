@@ -1,5 +1,6 @@
 """Edges and interoperability, end to end: redirect limits in a real crawl, the classic CDX-11
-index (OpenWayback), and what ``warcio check`` says about our WARCs.
+index (OpenWayback), what ``warcio check`` says about our WARCs, and our index against
+cdxj-indexer's for responses that are legal but odd.
 
 Every case crawls a real local server (RawServer or SiteServer on 127.0.0.1) with the real
 crawler, then judges the output with independent readers: warcio's ArchiveIterator, zlib, and
@@ -26,7 +27,7 @@ from archiver.models import MAX_REDIRECTS
 from tests.conftest import fast_settings, run_crawl
 from tests.support.raw import RawServer
 from tests.support.site import SiteServer
-from tests.support.tools import REPO_ROOT
+from tests.support.tools import REPO_ROOT, reference_cdxj
 from tests.support.warcs import Rec, read_records, responses, warc_paths
 
 WARCIO = Path(sys.executable).parent / "warcio"
@@ -313,3 +314,49 @@ async def test_warcio_check_flags_only_the_chunked_payload_digest(
     # warcio 1.8 words it "failed:" or "failed", depending on where the payload ends
     failed = r"    payload digest failed:? " + re.escape(str(chunked.get("WARC-Payload-Digest")))
     assert len(lines) == 3 and re.fullmatch(failed, lines[2]), lines
+
+
+# -- odd but legal responses: our index equals cdxj-indexer's -----------------------------
+
+ODD_RESPONSES = {
+    "no-reason": b"HTTP/1.1 200\r\nContent-Length: 2\r\n\r\nok",
+    "bare-lf": b"HTTP/1.1 200 OK\nContent-Type: text/plain\nContent-Length: 2\n\nok",
+    "http10": b"HTTP/1.0 200 OK\r\nContent-Type: text/html\r\n\r\n<html>x</html>",
+    "no-content": b"HTTP/1.1 204 No Content\r\n\r\n",
+    "not-modified": b"HTTP/1.1 304 Not Modified\r\nETag: x\r\n\r\n",
+    "type-params": b'HTTP/1.1 200 OK\r\nContent-Type: TEXT/HTML ; charset="utf-8"\r\n'
+    b"Content-Length: 2\r\n\r\nok",
+    "no-type": b"HTTP/1.1 200 OK\r\nContent-Length: 2\r\n\r\nok",
+    "empty-type": b"HTTP/1.1 200 OK\r\nContent-Type:\r\nContent-Length: 2\r\n\r\nok",
+    "params-only-type": b"HTTP/1.1 200 OK\r\nContent-Type: ;charset=utf-8\r\n"
+    b"Content-Length: 2\r\n\r\nok",
+    "two-types": b"HTTP/1.1 200 OK\r\nContent-Type: text/html\r\nContent-Type: image/png\r\n"
+    b"Content-Length: 2\r\n\r\nok",
+    "relative-redirect": b"HTTP/1.1 302 Found\r\nLocation: ../x?a=1#f\r\nContent-Length: 0\r\n\r\n",
+    "folded": b"HTTP/1.1 200 OK\r\nX-Long: a\r\n b\r\nContent-Length: 2\r\n\r\nok",
+    "unknown-status": b"HTTP/1.1 999 Weird\r\nContent-Length: 2\r\n\r\nok",
+    "latin1-header": b"HTTP/1.1 200 OK\r\nX-Name: caf\xe9\r\nContent-Length: 2\r\n\r\nok",
+    "chunk-extension": b"HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n"
+    b"Content-Type: text/plain\r\n\r\n2;a=b\r\nok\r\n0\r\n\r\n",
+}
+
+
+async def test_odd_responses_are_indexed_as_cdxj_indexer_indexes_them(
+    tmp_path: Path, raw_server: RawServer
+) -> None:
+    """Found this way: an empty ``Content-Type:`` is ``"mime": ""`` for cdxj-indexer, and our
+    index left the field out."""
+    for name, wire in ODD_RESPONSES.items():  # the HTTP/1.0 body ends when the server closes
+        raw_server.add("/" + name, wire, close=name == "http10")
+    seeds = [raw_server.url("/" + name) for name in ODD_RESPONSES]
+    out = tmp_path / "out"
+    result = await run_crawl(out, *seeds, scope="page", max_tries=1, workers=2)
+    assert result.status == "completed"
+    assert result.summary["captures"] >= len(ODD_RESPONSES)  # and the redirect's target
+    ours = sorted((out / "index.cdxj").read_text().splitlines(), key=str.encode)
+    assert ours == reference_cdxj(out / "warcs")
+    fields = [json.loads(line.split(" ", 2)[2]) for line in ours]
+    mimes = {field["url"]: field.get("mime") for field in fields}
+    assert mimes[raw_server.url("/empty-type")] == ""
+    assert mimes[raw_server.url("/params-only-type")] == ""
+    assert mimes[raw_server.url("/no-type")] is None

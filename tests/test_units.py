@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import re
 import subprocess
@@ -22,6 +23,7 @@ from archiver.log import crawl_logger
 from archiver.models import FailReason, Outcome, TaskResult, WrittenRecord
 from archiver.netguard import AddressPolicy, classify
 from archiver.output import cut_torn_line
+from archiver.records import cdx_mime
 from archiver.settings import default_config_text, load_settings, parse_duration, parse_size
 from archiver.urls import _SIMPLE_REF, _resolve_general, _resolve_simple, normalize_url, resolve
 
@@ -147,6 +149,16 @@ def test_cdxj_line_matches_cdxj_indexer_conventions() -> None:
         "20",
         "10",
         "f.warc.gz",
+    ]
+    # "Content-Type:" with no media type: cdxj-indexer writes "mime": ""; CDX-11 needs a "-"
+    empty = index.cdxj_line(dataclasses.replace(record, mime=""))
+    assert list(json.loads(empty.split(" ", 2)[2]))[:2] == ["url", "mime"]
+    assert index.cdx11_line(empty).split(" ")[3] == "-"
+    assert [cdx_mime(v) for v in (None, "", " ; charset=x", "Text/HTML; q=1")] == [
+        None,
+        "",
+        "",
+        "Text/HTML",
     ]
 
 
