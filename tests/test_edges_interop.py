@@ -25,6 +25,7 @@ from warcio.archiveiterator import ArchiveIterator
 
 from archiver.models import MAX_REDIRECTS
 from tests.conftest import fast_settings, run_crawl
+from tests.support.pywb import PywbReplay
 from tests.support.raw import RawServer
 from tests.support.site import SiteServer
 from tests.support.tools import REPO_ROOT, reference_cdxj
@@ -344,8 +345,9 @@ ODD_RESPONSES = {
 async def test_odd_responses_are_indexed_as_cdxj_indexer_indexes_them(
     tmp_path: Path, raw_server: RawServer
 ) -> None:
-    """Found this way: an empty ``Content-Type:`` is ``"mime": ""`` for cdxj-indexer, and our
-    index left the field out."""
+    """Each indexed exactly as cdxj-indexer indexes it, and replayed by pywb with that status
+    and the body served. Found this way: an empty ``Content-Type:`` is ``"mime": ""`` for
+    cdxj-indexer, and our index left the field out."""
     for name, wire in ODD_RESPONSES.items():  # the HTTP/1.0 body ends when the server closes
         raw_server.add("/" + name, wire, close=name == "http10")
     seeds = [raw_server.url("/" + name) for name in ODD_RESPONSES]
@@ -360,3 +362,14 @@ async def test_odd_responses_are_indexed_as_cdxj_indexer_indexes_them(
     assert mimes[raw_server.url("/empty-type")] == ""
     assert mimes[raw_server.url("/params-only-type")] == ""
     assert mimes[raw_server.url("/no-type")] is None
+    # and pywb replays each with the status in the index and the body that was served
+    bodies = {"http10": b"<html>x</html>", "no-content": b"", "not-modified": b""}
+    bodies["relative-redirect"] = b""
+    warcs = sorted((out / "warcs").glob("*.warc.gz"))
+    with PywbReplay(tmp_path / "pywb", warcs, cdxj=out / "index.cdxj") as replay:
+        for line, field in zip(ours, fields, strict=True):
+            name = field["url"].rsplit("/", 1)[1]
+            if name not in ODD_RESPONSES:
+                continue  # the redirect's target (a 404 from the raw server)
+            shown = await asyncio.to_thread(replay.get_id, field["url"], line.split(" ")[1])
+            assert (shown.status, shown.body) == (int(field["status"]), bodies.get(name, b"ok"))
