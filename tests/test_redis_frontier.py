@@ -252,6 +252,23 @@ async def test_429_pauses_the_host_for_every_process(make: Factory) -> None:
     await two.task_done(nxt, DONE)
 
 
+async def test_a_bot_challenge_pauses_the_host_for_every_process(make: Factory) -> None:
+    """A challenge (a 403 here) is a host asking every process to back off, like a 429."""
+    one = await make(concurrency=4)
+    two = await make(concurrency=4)
+    await one.put_many(items("http://a.test/1", "http://a.test/2"))
+    lease = await one.get()
+    paused = time.monotonic()
+    challenged = TaskResult(Outcome.RETRY, status=403, reason="challenge", retry_after=0.5)
+    await one.task_done(lease, challenged)
+    await one.flush()
+    async with asyncio.timeout(WAIT):
+        nxt = await two.get()
+    assert time.monotonic() - paused >= 0.45
+    assert nxt.item.url in ("http://a.test/1", "http://a.test/2")
+    await two.task_done(nxt, DONE)
+
+
 async def test_failures_back_off_the_host(make: Factory, client: aioredis.Redis) -> None:
     frontier = await make(concurrency=4)
     await frontier.put_many(items(*(f"http://down.test/{i}" for i in range(4))))
