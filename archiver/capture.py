@@ -36,7 +36,7 @@ from aiohttp.client_proto import ResponseHandler
 from archiver import digest
 from archiver.httpframe import Framing, ResponseFramer, State
 from archiver.models import TlsInfo, Truncation
-from archiver.spool import COPY_CHUNK, DEFAULT_MEMORY_LIMIT, Spool
+from archiver.spool import DEFAULT_MEMORY_LIMIT, Spool
 
 #: aiohttp releases whose internals this module has been verified against.
 TESTED_AIOHTTP_VERSIONS = ("3.14.5",)
@@ -151,7 +151,10 @@ class WireRecorder:
         self.request = bytearray()
         self.response = Spool(memory_limit=spool_memory, directory=spool_dir)
         self._spool_config = (spool_memory, spool_dir)
-        self._interim_taken = False
+        #: interim (1xx) responses that came before the final one, each as received; kept out
+        #: of ``response`` (see :meth:`_split_interim`)
+        self.interim: list[bytes] = []
+        self._interim_bytes = 0  #: their total length: where ``response`` starts in the stream
         self.framer = ResponseFramer(
             method=method,
             on_body=self._on_payload,
@@ -216,6 +219,9 @@ class WireRecorder:
             self.framer.feed_eof()
 
     def _store(self, data: memoryview, offset: int) -> None:
+        if len(self.framer.interim_ends) > len(self.interim):
+            self._split_interim(data, offset)
+            return
         self.response.write(data)
         self._block.update(data)
         if self.framer.framing is Framing.CHUNKED:
@@ -223,12 +229,39 @@ class WireRecorder:
             if skip < len(data):
                 self._raw_body.update(data[skip:])
 
+    def _split_interim(self, data: memoryview, offset: int) -> None:
+        """The framer found the end of an interim (1xx) response in ``data``: move it, and
+        any earlier bytes of it, out of the stored response, then store the rest.
+
+        Replay tools and indexers read a response record's first status line as the capture's
+        status: a block starting with ``103 Early Hints`` replays as a 103 with the real
+        response for a body (cdxj-indexer indexes it as 103). RFC 9110 section 15.2 makes
+        them separate, interim messages, so the record keeps the final response and the
+        interim ones go beside it (:meth:`archiver.records.RecordFactory.capture`): every byte
+        received is still in the WARC. Interim responses all end before the final response's
+        header block does, so what is moved is header bytes (bounded by the header limits)
+        and the stored response and its block digest simply start again after them.
+        """
+        held = self.response.getvalue() + bytes(data)  # stream bytes from _interim_bytes on
+        start = self._interim_bytes
+        for end in self.framer.interim_ends[len(self.interim) :]:
+            self.interim.append(held[start - self._interim_bytes : end - self._interim_bytes])
+            start = end
+        rest = memoryview(held)[start - self._interim_bytes :]
+        memory, directory = self._spool_config
+        self.response.close()
+        self.response = Spool(memory_limit=memory, directory=directory)
+        self._block = digest.new_hasher(self.algorithm)
+        self._interim_bytes = start
+        self._store(rest, start)
+
     def _store_unframed(self, data: bytes | memoryview) -> None:
         """Bytes after a framing error: stored as received (best effort, WARC 1.1 6.3.2)."""
         if not self.framer.headers_complete:
             room = MAX_DIAGNOSTIC_BYTES - self.response.size
         elif self.framer.body_limit is not None:
-            room = self.framer.header_length + self.framer.body_limit - self.response.size
+            stored = self._interim_bytes + self.response.size  # stream bytes kept so far
+            room = self.framer.header_length + self.framer.body_limit - stored
         else:
             room = len(data)
         chunk = memoryview(data)[: max(room, 0)]
@@ -278,37 +311,6 @@ class WireRecorder:
         if self.eof:
             return Truncation.DISCONNECT
         return Truncation.UNSPECIFIED
-
-    def take_interim(self) -> list[bytes]:
-        """Remove the interim (1xx) responses that came before the final one from the stored
-        response, and return them (each as received).
-
-        Replay tools and indexers read a response record's first status line as the capture's
-        status: a block starting with ``103 Early Hints`` replays as a 103 with the real
-        response for a body (cdxj-indexer indexes it as 103). RFC 9110 section 15.2 makes
-        them separate, interim messages; the record keeps the final response and the interim
-        ones go beside it (:meth:`archiver.records.RecordFactory.capture`), so every byte
-        received is still in the WARC. Rare, so the block digest is simply computed again.
-        """
-        ends = self.framer.interim_ends
-        if not ends or self._interim_taken or self.response.size < ends[-1]:
-            return []
-        self._interim_taken = True
-        cut = ends[-1]
-        head = self.response.head(cut)
-        parts = [head[start:end] for start, end in zip([0, *ends[:-1]], ends, strict=True)]
-        memory, directory = self._spool_config
-        final = Spool(memory_limit=memory, directory=directory)
-        block = digest.new_hasher(self.algorithm)
-        with self.response.open() as reader:
-            reader.seek(cut)
-            while chunk := reader.read(COPY_CHUNK):
-                final.write(chunk)
-                block.update(chunk)
-        self.response.close()
-        self.response = final
-        self._block = block
-        return parts
 
     def block_digest(self) -> str:
         return digest.finish(self.algorithm, self._block)

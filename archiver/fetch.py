@@ -375,7 +375,6 @@ class Fetcher:
             )
             tls = TlsInfo(tls.version, tls.cipher_suite, False, reason)
         body = bytes(recorder.body) if recorder.body is not None else None
-        interim = tuple(recorder.take_interim())  # before the response's length and digest
         return Exchange(
             target_uri=url,
             date=date,
@@ -395,7 +394,7 @@ class Fetcher:
             protocol_error=framer.error if framer.state is State.ERROR else None,
             duration=time.monotonic() - started,
             body=body,
-            interim=interim,
+            interim=tuple(recorder.interim),
         )
 
 
