@@ -23,7 +23,7 @@ from __future__ import annotations
 import base64
 import re
 import uuid
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 
@@ -270,11 +270,11 @@ class RecordFactory:
         self,
         target_uri: str,
         date: str,
-        fields: Mapping[str, str] | Iterable[tuple[str, str]],
+        fields: Iterable[tuple[str, str]],
         *,
         concurrent_to: str | None = None,
     ) -> PendingRecord:
-        block = fields_block(fields.items() if isinstance(fields, Mapping) else fields)
+        block = fields_block(fields)
         headers = [
             ("WARC-Type", "metadata"),
             ("WARC-Record-ID", self.new_id()),
