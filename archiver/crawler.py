@@ -403,8 +403,8 @@ class Crawler:
             return None
         if self.resumed and warc_files(self.layout.warcs, include_open=True):
             return None  # an earlier run captured something
-        if self.settings.frontier.startswith("redis"):
-            return None  # other processes of the crawl may have
+        if self.process_id is not None:
+            return None  # a shared crawl: other processes may have
         counts = ", ".join(f"{name}: {n}" for name, n in failures.most_common())
         but = " but robots.txt" if robots else ""
         reason = (
@@ -420,7 +420,7 @@ class Crawler:
         fetched (a seed disallowed by robots.txt, out of scope, a blocked address): still a
         completed crawl (exit 0), but a scheduled run must say so rather than look like an
         ordinary success with an empty archive."""
-        shared = self.settings.frontier.startswith("redis")  # other processes may have pages
+        shared = self.process_id is not None  # other processes of the crawl may have pages
         if self.stats.pages or not self.stats.skips or self.resumed or shared:
             return None
         counts = ", ".join(f"{name}: {n}" for name, n in self.stats.skips.most_common())
