@@ -153,9 +153,9 @@ def run_archiver_processes(
     rundir.mkdir(parents=True, exist_ok=True)
     out = rundir / "crawl"
     shutil.rmtree(out, ignore_errors=True)
-    each = max(workers // processes, 1)
-    crawl = [url, "--output", str(out), *politeness_off(workers), "--quiet", "--progress", "off"]
-    crawl[crawl.index("--workers") + 1] = str(each)
+    each = str(max(workers // processes, 1))  # the later --workers wins
+    crawl = [url, "--output", str(out), *politeness_off(workers), "--workers", each]
+    crawl += ["--quiet", "--progress", "off"]
     argv = [sys.executable, str(MULTIPROC), "--processes", str(processes), "--", *crawl]
     m = measure.run(argv, log=rundir / "archiver.log", timeout=timeout, cwd=rundir, sum_rss=True)
     summaries: list[dict[str, Any]] = []
