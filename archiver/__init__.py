@@ -11,7 +11,7 @@ Python API::
 
 __version__ = "0.1.0"
 
-from archiver.crawler import CrawlResult, crawl
-from archiver.settings import Settings, load_settings
+from archiver.config.settings import Settings, load_settings
+from archiver.run.crawler import CrawlResult, crawl
 
 __all__ = ["CrawlResult", "Settings", "__version__", "crawl", "load_settings"]

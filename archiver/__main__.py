@@ -2,6 +2,6 @@
 
 import sys
 
-from archiver.cli import main
+from archiver.commands.cli import main
 
 sys.exit(main())

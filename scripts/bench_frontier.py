@@ -37,7 +37,7 @@ sys.path.insert(0, str(ROOT))
 from archiver.frontier.base import Frontier  # noqa: E402
 from archiver.frontier.memory import MemoryFrontier  # noqa: E402
 from archiver.models import CrawlItem, Hop, Outcome, TaskResult  # noqa: E402
-from archiver.politeness import HostGate  # noqa: E402
+from archiver.policy.politeness import HostGate  # noqa: E402
 
 HOSTS = 4
 NAV_LINKS = 30

@@ -8,8 +8,8 @@ from typing import Any
 
 import pytest
 
-from archiver.crawler import Crawler, CrawlResult
-from archiver.settings import Settings
+from archiver.config.settings import Settings
+from archiver.run.crawler import Crawler, CrawlResult
 from tests.support.raw import RawServer
 from tests.support.site import SiteServer
 

@@ -16,16 +16,18 @@ import surt
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from archiver import challenge, digest, index
+from archiver import digest
+from archiver.config.settings import default_config_text, load_settings, parse_duration, parse_size
 from archiver.errors import SettingsError
-from archiver.httpframe import ResponseFramer, State, dechunk
-from archiver.log import crawl_logger
+from archiver.fetch.httpframe import ResponseFramer, State, dechunk
+from archiver.index import cdxj as index
 from archiver.models import FailReason, Outcome, TaskResult, WrittenRecord
-from archiver.netguard import AddressPolicy, classify
-from archiver.output import cut_torn_line
-from archiver.records import cdx_mime
-from archiver.settings import default_config_text, load_settings, parse_duration, parse_size
+from archiver.policy import challenge
+from archiver.policy.netguard import AddressPolicy, classify
+from archiver.run.log import crawl_logger
+from archiver.run.output import cut_torn_line
 from archiver.urls import _SIMPLE_REF, _resolve_general, _resolve_simple, normalize_url, resolve
+from archiver.warc.records import cdx_mime
 
 
 @pytest.mark.parametrize(
@@ -253,10 +255,10 @@ def test_resolve_edge_cases(base: str, ref: str, expected: str) -> None:
 
 
 def test_crawler_start_does_not_load_tldextract_and_surt_keys_still_work() -> None:
-    """surt imports tldextract (and requests) for methods SURT keys never call; archiver.index
+    """surt imports tldextract (and requests) for methods SURT keys never call; archiver.index.cdxj
     defers that import. The real module still loads on first use."""
     code = (
-        "import sys, archiver.cli, surt\n"
+        "import sys, archiver.commands.cli, surt\n"
         "assert 'requests' not in sys.modules and 'urllib3' not in sys.modules, 'loaded early'\n"
         "print(surt.surt('http://www.Example.org/B?b=2&a=1'))\n"
         "handy = sys.modules['surt.handyurl']\n"

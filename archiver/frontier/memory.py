@@ -23,7 +23,7 @@ from collections.abc import Callable, Iterable
 
 from archiver.frontier.base import Lease
 from archiver.models import CrawlItem, FrontierStats, Outcome, ResumeInfo, TaskResult
-from archiver.politeness import HostGate
+from archiver.policy.politeness import HostGate
 from archiver.urls import host_port
 
 

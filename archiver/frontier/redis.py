@@ -89,7 +89,7 @@ the count never touches 0 while work remains.
 Per-host limits hold for all processes together because slots and start times live in
 ``P:host:HOST`` and are taken inside ``CLAIM``, in the same atomic step as the URL. A slot is
 freed by the outcome, by ``RELEASE``, or by the reaper when the lease expires. The rules are
-:class:`~archiver.politeness.HostGate`'s (a 5xx or no response is a failure; three in a row
+:class:`~archiver.policy.politeness.HostGate`'s (a 5xx or no response is a failure; three in a row
 pause the host 5 s, doubling; 429/503 pause it for Retry-After), on Redis's clock. The gate
 given to the constructor supplies the limits and serves as this process's *mirror* of its own
 claims, which answers the synchronous ``reserve``.
@@ -164,14 +164,14 @@ from redis.exceptions import NoScriptError, ReadOnlyError, RedisError, ResponseE
 from redis.exceptions import TimeoutError as RedisTimeoutError
 from redis.retry import Retry
 
-from archiver.credentials import redact_url
 from archiver.errors import FrontierError, FrontierUnavailableError
 from archiver.frontier.base import Lease
 from archiver.models import CrawlItem, FrontierStats, Outcome, ResumeInfo, TaskResult
-from archiver.politeness import HostGate
-from archiver.records import Original
-from archiver.robots import CachedRobots
+from archiver.policy.credentials import redact_url
+from archiver.policy.politeness import HostGate
+from archiver.policy.robots import CachedRobots
 from archiver.urls import host_port
+from archiver.warc.records import Original
 
 T = TypeVar("T")
 
@@ -1506,7 +1506,7 @@ class RedisFrontier:
 
 
 class RedisDigestIndex:
-    """The DigestIndex (:mod:`archiver.dedup`) of a crawl shared in Redis: payload digest ->
+    """The DigestIndex (:mod:`archiver.dedup.digests`) of a crawl shared in Redis: payload digest ->
     the original capture (record id, URI, date), first writer wins (``HSETNX``).
 
     Both calls ride the frontier's pump (one pipelined round trip for everything pending)

@@ -2,10 +2,10 @@
 
 1. **Generate** (in child processes, one writer per core): N captures (response + request records,
    small bodies, 100 hosts, a few 301s and 404s) written by archiver's own
-   :class:`archiver.writer.Writer` from :class:`archiver.records.RecordFactory` records, the
+   :class:`archiver.warc.writer.Writer` from :class:`archiver.warc.records.RecordFactory` records, the
    way a crawl writes them: WARC files under ``warcs/`` and the writer's CDXJ journals under
    ``state/journals/``. This also gives the writer's throughput (captures/s).
-2. **archiver**: ``archiver.index.build_index`` over the journals (what a crawl does at its end:
+2. **archiver**: ``archiver.index.cdxj.build_index`` over the journals (what a crawl does at its end:
    an external byte-order merge sort of the lines the writer recorded), in a fresh process.
 3. **cdxj-indexer** ``--sort`` over the same WARC files (it must read every record back).
 
@@ -84,8 +84,8 @@ def _exchange(i: int):  # type: ignore[no-untyped-def]  # archiver imported lazi
 
 
 async def _generate(directory: Path, start: int, end: int, shard: int) -> None:
-    from archiver.records import RecordFactory  # noqa: PLC0415
-    from archiver.writer import Writer, WriterConfig  # noqa: PLC0415
+    from archiver.warc.records import RecordFactory  # noqa: PLC0415
+    from archiver.warc.writer import Writer, WriterConfig  # noqa: PLC0415
 
     factory = RecordFactory()
     config = WriterConfig(
@@ -142,7 +142,7 @@ def generate(directory: Path, count: int) -> None:
 
 def _build_index_argv(journals: Path, output: Path) -> list[str]:
     code = (
-        "import sys; from pathlib import Path; from archiver.index import build_index; "
+        "import sys; from pathlib import Path; from archiver.index.cdxj import build_index; "
         "print(build_index([(Path(sys.argv[1]), '')], Path(sys.argv[2])))"
     )
     return [sys.executable, "-c", code, str(journals), str(output)]
@@ -164,7 +164,7 @@ def run(*, count: int, keep: bool, out: Callable[[str], None] = print) -> dict[s
     work.mkdir(parents=True, exist_ok=True)
     out(
         f"== index: {count:,} captures ({2 * count:,} WARC records) written by archiver's Writer; "
-        "CDXJ by archiver.index.build_index (journals) vs cdxj-indexer --sort (WARCs)"
+        "CDXJ by archiver.index.cdxj.build_index (journals) vs cdxj-indexer --sort (WARCs)"
     )
     gen = None
     if not (corpus / "DONE").exists() or (corpus / "DONE").read_text() != str(count):
@@ -189,7 +189,7 @@ def run(*, count: int, keep: bool, out: Callable[[str], None] = print) -> dict[s
         timeout=3600,
     )
     out(
-        f"   archiver.index.build_index: {ours.wall_s:7.2f} s wall {ours.cpu_s:7.2f} s CPU "
+        f"   archiver.index.cdxj.build_index: {ours.wall_s:7.2f} s wall {ours.cpu_s:7.2f} s CPU "
         f"{ours.peak_rss_kb / 1024:5.0f} MB  load {ours.load1:.2f}"
     )
     indexer = Path(sys.executable).parent / "cdxj-indexer"
@@ -252,7 +252,7 @@ def format_report(r: dict[str, Any]) -> str:
         "|---|---:|---:|---:|---:|",
     ]
     for name, m in (
-        ("archiver.index.build_index (merge-sorts the writer's journals)", ours),
+        ("archiver.index.cdxj.build_index (merge-sorts the writer's journals)", ours),
         ("cdxj-indexer --sort (reads every record of the WARCs)", theirs),
     ):
         lines.append(

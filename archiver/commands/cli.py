@@ -1,0 +1,463 @@
+"""The ``archiver`` command: argument parsing, exit codes, signals. Nothing imports this module.
+
+Exit codes: 0 completed (or stopped at a --max-* limit), 1 failed, 2 wrong usage or setting,
+3 interrupted and resumable (re-run the same command to continue), 4 output locked by another
+run. Errors are one line on stderr, never a traceback (the crawl log keeps the details).
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import json
+import os
+import signal
+import sys
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any, NoReturn
+
+from archiver import __version__
+from archiver.commands.progress import Display
+from archiver.config.assemble import software_string
+from archiver.config.settings import Settings, load_settings, option_name, setting_fields
+from archiver.errors import ArchiverError, LockedError, SettingsError
+from archiver.run.crawler import (
+    EXIT_FAILED,
+    EXIT_INTERRUPTED,
+    EXIT_LOCKED,
+    EXIT_OK,
+    EXIT_USAGE,
+    Crawler,
+    CrawlResult,
+)
+from archiver.run.stats import human_bytes
+
+PROG = "archiver"
+
+
+class _Parser(argparse.ArgumentParser):
+    """argparse, but usage errors are one line and exit 2."""
+
+    def error(self, message: str) -> NoReturn:
+        self.exit(EXIT_USAGE, f"{self.prog}: error: {message} (see --help)\n")
+
+
+def _size_text(value: int) -> str:
+    for unit, size in (("TB", 10**12), ("GB", 10**9), ("MB", 10**6), ("KB", 10**3)):
+        if value >= size and value % size == 0:
+            return f"{value // size}{unit}"
+    for unit, size in (("GiB", 2**30), ("MiB", 2**20), ("KiB", 2**10)):
+        if value >= size and value % size == 0:
+            return f"{value // size}{unit}"
+    return str(value)
+
+
+def _duration_text(value: float) -> str:
+    for unit, size in (("d", 86400), ("h", 3600), ("m", 60)):
+        if value >= size and value % size == 0:
+            return f"{int(value // size)}{unit}"
+    return f"{value:g}s"
+
+
+def default_text(value: Any, metavar: str | None = None, help_text: str = "") -> str:
+    """A setting's default as a person would write it: ``1GB``, ``30s``, ``on``, ``no limit``."""
+    if value is None or value == ():
+        return "no limit" if "no limit" in help_text else "none"
+    if isinstance(value, bool):
+        return "on" if value else "off"
+    if isinstance(value, tuple):
+        return ", ".join(map(str, value))
+    if metavar == "SIZE" and isinstance(value, int):
+        return _size_text(value)
+    if metavar == "DURATION" and isinstance(value, int | float):
+        return _duration_text(float(value))
+    if isinstance(value, str) and not value:
+        return "empty"
+    return str(value)
+
+
+def _add_setting_options(parser: argparse.ArgumentParser) -> None:
+    groups: dict[str, argparse._ArgumentGroup] = {}
+    for f in setting_fields():
+        meta = f.metadata
+        if not meta["cli"]:
+            continue
+        section = meta["section"]
+        group = groups.get(section)
+        if group is None:
+            group = groups[section] = parser.add_argument_group(
+                f"{section} settings", f"(TOML: the [{section}] table of --config)"
+            )
+        flags = [option_name(f)]
+        if meta["short"]:
+            flags.insert(0, meta["short"])
+        help_text = str(meta["help"])
+        metavar = meta["metavar"]
+        if meta["choices"]:
+            metavar = metavar or "{" + ",".join(meta["choices"]) + "}"
+        if "(default:" not in help_text:
+            help_text += f" (default: {default_text(f.default, metavar, help_text)})"
+        help_text = help_text.replace("%", "%%")
+        kwargs: dict[str, Any] = {"dest": f.name, "default": None, "help": help_text}
+        if f.type in ("bool", bool):
+            group.add_argument(*flags, action=argparse.BooleanOptionalAction, **kwargs)
+        elif meta["repeat"]:
+            group.add_argument(*flags, action="append", metavar=metavar, **kwargs)
+        else:
+            group.add_argument(*flags, metavar=metavar or "VALUE", **kwargs)
+
+
+def _port(text: str) -> int:
+    """A TCP port for argparse: its error names the allowed values."""
+    try:
+        port = int(text)
+    except ValueError:
+        port = -1
+    if not 0 <= port <= 65535:
+        raise argparse.ArgumentTypeError(f"expected a port number 0-65535, got {text!r}")
+    return port
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = _Parser(
+        prog=PROG,
+        description="An archiving web crawler: byte-exact WARC/1.1, CDXJ, WACZ.",
+        epilog=(
+            "Try it: archiver serve-sample, then archiver crawl http://127.0.0.1:8000/ -o "
+            "crawls/sample, archiver report crawls/sample, archiver replay crawls/sample. "
+            "archiver COMMAND --help explains every option."
+        ),
+    )
+    parser.add_argument("--version", action="version", version=f"{PROG} {__version__}")
+    sub = parser.add_subparsers(dest="command", metavar="COMMAND", parser_class=_Parser)
+
+    crawl = sub.add_parser(
+        "crawl",
+        help="crawl a site into WARC files and an index",
+        description=(
+            "Crawl from the seed URLs into OUTPUT (WARC files, index.cdxj, crawl.log.jsonl, "
+            "summary.json). Re-running the same command on the same output resumes an "
+            "interrupted crawl. Every option can also be set in a TOML file (--config); "
+            "command-line options override it. Exit codes: 0 completed, 1 failed, 2 usage, "
+            "3 interrupted (resumable), 4 locked."
+        ),
+    )
+    crawl.add_argument("seeds", nargs="*", metavar="URL", help="seed URLs")
+    crawl.add_argument(
+        "--config", metavar="FILE", help="TOML settings file (see config/default.toml)"
+    )
+    crawl.add_argument(
+        "-v",
+        "--verbose",
+        action="count",
+        default=None,
+        help="more console output: -v every fetch, -vv debug (default: warnings only)",
+    )
+    _add_setting_options(crawl)
+
+    idx = sub.add_parser(
+        "index",
+        help="build or merge the CDXJ index of crawl directories or WARC files",
+        description=(
+            "Merge the per-WARC index journals of one or more crawl directories (for example "
+            "the output directories of several processes of one Redis crawl) into one sorted "
+            "CDXJ. WARC files without a journal (e.g. left .open by a killed process) are read "
+            "record by record."
+        ),
+    )
+    idx.add_argument("paths", nargs="+", metavar="DIR", help="crawl directories or WARC files")
+    idx.add_argument("-o", "--output", metavar="FILE", help="index file (default: DIR/index.cdxj)")
+    idx.add_argument(
+        "--cdx11",
+        action="store_true",
+        help="also write the classic 11-field CDX (index.cdx) next to it (default: off)",
+    )
+
+    ver = sub.add_parser(
+        "verify",
+        help="check WARC files and their index",
+        description=(
+            "Walk every gzip member and record of every WARC file under DIR, recompute block "
+            "and payload digests (payload: transfer coding removed, content coding kept), check "
+            "request/response pairing, and that every index line points at its record."
+        ),
+    )
+    ver.add_argument("paths", nargs="+", metavar="PATH", help="crawl directory, WARC dir or files")
+    ver.add_argument(
+        "--index", metavar="FILE", help="CDXJ index to check (default: DIR/index.cdxj)"
+    )
+    ver.add_argument("--json", action="store_true", help="print the report as JSON (default: text)")
+
+    wz = sub.add_parser(
+        "wacz",
+        help="package a crawl as a WACZ file",
+        description=(
+            "Package a crawl directory as a WACZ 1.1.1 file for ReplayWeb.page: its WARC files, "
+            "its index (ZipNum), its pages with titles, datapackage.json. --wacz does this at "
+            "the end of a finished crawl; this command packages any crawl later."
+        ),
+    )
+    wz.add_argument("path", metavar="DIR", help="crawl directory")
+    wz.add_argument("-o", "--output", metavar="FILE", help="WACZ file (default: DIR/DIR-NAME.wacz)")
+
+    rep = sub.add_parser(
+        "report",
+        help="render an HTML report of a crawl",
+        description=(
+            "Render a self-contained HTML report of a crawl directory from its summary.json "
+            "and crawl.log.jsonl: captures over time, status and MIME breakdown, top hosts, "
+            "largest resources, failures and skips with example URLs, files written. The file "
+            "loads nothing from the network."
+        ),
+    )
+    rep.add_argument("path", metavar="DIR", help="crawl directory")
+    rep.add_argument(
+        "-o", "--output", metavar="FILE", help="report file (default: DIR/report.html)"
+    )
+
+    rpl = sub.add_parser(
+        "replay",
+        help="replay a crawl in pywb",
+        description=(
+            "Start pywb on a crawl's WARC files and index, print the URL to open, and serve "
+            "until Ctrl-C. pywb is not a dependency of archiver (it pins conflicting "
+            "libraries): install it in its own environment, e.g. pipx install pywb, or "
+            "python3 -m venv ~/.pywb && ~/.pywb/bin/pip install pywb==2.10.0."
+        ),
+    )
+    rpl.add_argument("path", metavar="DIR", help="crawl directory")
+    rpl.add_argument(
+        "--port",
+        type=_port,
+        default=8080,
+        help="port on 127.0.0.1; 0 picks a free one (default: 8080)",
+    )
+    rpl.add_argument(
+        "--pywb-venv",
+        metavar="DIR",
+        default=os.environ.get("ARCHIVER_PYWB") or None,
+        help=(
+            "the environment pywb is installed in (a venv directory, or its wayback script) "
+            "(default: $ARCHIVER_PYWB, else wayback on PATH)"
+        ),
+    )
+
+    sample = sub.add_parser(
+        "serve-sample",
+        help="serve a small local sample site to try a crawl on",
+        description=(
+            "Serve a small sample site on 127.0.0.1 until Ctrl-C: about twenty pages, CSS with "
+            "@import and url() images, a srcset, redirects, a 404, a gzip-encoded page, the "
+            "same image at two URLs (a revisit), robots.txt and sitemap.xml."
+        ),
+    )
+    sample.add_argument(
+        "--port",
+        type=_port,
+        default=8000,
+        help="port on 127.0.0.1; 0 picks a free one (default: 8000)",
+    )
+
+    sub.add_parser(
+        "version",
+        help="print the version of archiver and its libraries",
+        description="Print archiver's version and those of the libraries that shape its output.",
+    )
+    return parser
+
+
+def _settings_from_args(args: argparse.Namespace) -> Settings:
+    overrides: dict[str, Any] = {}
+    for f in setting_fields():
+        value = getattr(args, f.name, None)
+        if value is not None:
+            overrides[f.name] = value
+    if args.seeds:
+        overrides["seeds"] = tuple(args.seeds)
+    if args.verbose:
+        overrides["verbose"] = args.verbose
+    config = Path(args.config) if args.config else None
+    return load_settings(config, overrides)
+
+
+async def _run_crawl(settings: Settings, display: Display) -> CrawlResult:
+    if settings.job is None:
+        return await _run_crawler(settings, display)
+    from archiver.run import jobs  # noqa: PLC0415 - only scheduled runs need it
+
+    # the job lock is held for the whole run: a second run of the job raises LockedError (4)
+    with jobs.open_run(settings.job, settings) as run:
+        for note in run.notes:
+            display.log_stream.write(f"archiver: job {run.job.name}: {note}\n")
+        result = await _run_crawler(run.settings, display)
+        run.finish(result.status, result.exit_code, result.reason, result.summary)
+        return result
+
+
+async def _run_crawler(settings: Settings, display: Display) -> CrawlResult:
+    crawler = Crawler(settings, console=display.log_stream)
+    loop = asyncio.get_running_loop()
+    signals = 0
+    say = display.log_stream
+
+    def on_signal(signame: str) -> None:
+        nonlocal signals
+        signals += 1
+        if signals == 1:
+            say.write(
+                f"archiver: {signame}: finishing in-flight fetches, then stopping "
+                "(again to stop at once)\n"
+            )
+            crawler.request_stop(reason=f"stopped by {signame}")
+        else:
+            say.write(f"archiver: {signame}: stopping now\n")
+            crawler.request_stop(immediate=True, reason=f"stopped by {signame}")
+
+    for sig in (signal.SIGINT, signal.SIGTERM):
+        loop.add_signal_handler(sig, on_signal, sig.name)
+    try:
+        if crawler.layout.status_file.exists() and not settings.overwrite:
+            say.write(f"archiver: resuming the crawl in {crawler.layout.root}\n")
+        async with display.watching(crawler):
+            return await crawler.run()
+    finally:
+        for sig in (signal.SIGINT, signal.SIGTERM):
+            loop.remove_signal_handler(sig)
+
+
+def _run(coro: Any) -> Any:
+    try:
+        import uvloop  # noqa: PLC0415 - optional speed-up
+
+        return uvloop.run(coro)
+    except ImportError:  # pragma: no cover
+        return asyncio.run(coro)
+
+
+def final_line(result: CrawlResult) -> str:
+    """The one line ``--quiet`` prints: how the crawl ended, what it wrote, where."""
+    s = result.summary
+    reason = f" ({result.reason})" if result.reason else ""
+    counts = (
+        f": {s.get('captures', 0)} captures, {human_bytes(s.get('bytes_written', 0))} of WARC "
+        f"in {s.get('duration_seconds', 0):.1f} s"
+        if s
+        else ""
+    )
+    return f"archiver: {result.status}{reason}{counts} -> {result.output}"
+
+
+def cmd_crawl(args: argparse.Namespace) -> int:
+    settings = _settings_from_args(args)
+    display = Display(settings, sys.stderr)
+    result = _run(_run_crawl(settings, display))
+    if not settings.quiet:
+        display.print_summary(result)
+    else:
+        sys.stderr.write(final_line(result) + "\n")
+    return int(result.exit_code)
+
+
+def cmd_index(args: argparse.Namespace) -> int:
+    from archiver.index import cdxj as index_mod  # noqa: PLC0415
+
+    paths = [Path(p) for p in args.paths]
+    output = Path(args.output) if args.output else None
+    count, written = index_mod.index_paths(paths, output, cdx11=args.cdx11)
+    print(f"archiver: wrote {count} index lines to {written}")
+    return EXIT_OK
+
+
+def cmd_verify(args: argparse.Namespace) -> int:
+    from archiver.commands import verify  # noqa: PLC0415
+
+    paths = [Path(p) for p in args.paths]
+    index_path = Path(args.index) if args.index else None
+    if index_path is None and len(paths) == 1 and (paths[0] / "index.cdxj").exists():
+        index_path = paths[0] / "index.cdxj"
+    targets = [p / "warcs" if (p / "warcs").is_dir() else p for p in paths]
+    report = verify.verify(targets, index=index_path)
+    if args.json:
+        print(json.dumps(verify.to_json(report), indent=2))
+    else:
+        print(verify.render(report))
+    return EXIT_OK if report.ok else EXIT_FAILED
+
+
+def cmd_report(args: argparse.Namespace) -> int:
+    from archiver.commands import report  # noqa: PLC0415
+
+    path = Path(args.path)
+    output = Path(args.output) if args.output else path / "report.html"
+    report.write_report(path, output)
+    print(f"archiver: report written to {output}")
+    return EXIT_OK
+
+
+def cmd_wacz(args: argparse.Namespace) -> int:
+    from archiver.index import wacz  # noqa: PLC0415
+
+    output = Path(args.output) if args.output else None
+    written = wacz.write_wacz(Path(args.path), output, software=software_string())
+    print(f"archiver: WACZ written to {written}")
+    return EXIT_OK
+
+
+def cmd_replay(args: argparse.Namespace) -> int:
+    from archiver.commands import replay  # noqa: PLC0415
+
+    pywb = Path(args.pywb_venv) if args.pywb_venv else None
+    return replay.serve(Path(args.path), args.port, pywb=pywb)
+
+
+def cmd_serve_sample(args: argparse.Namespace) -> int:
+    from archiver.commands import sample  # noqa: PLC0415
+
+    return sample.serve(port=args.port)
+
+
+def cmd_version(_: argparse.Namespace) -> int:
+    print(software_string())
+    return EXIT_OK
+
+
+COMMANDS = {
+    "crawl": cmd_crawl,
+    "index": cmd_index,
+    "verify": cmd_verify,
+    "report": cmd_report,
+    "wacz": cmd_wacz,
+    "replay": cmd_replay,
+    "serve-sample": cmd_serve_sample,
+    "version": cmd_version,
+}
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    parser = build_parser()
+    args = parser.parse_args(argv)
+    if args.command is None:
+        parser.print_help(sys.stderr)
+        return EXIT_USAGE
+    try:
+        return COMMANDS[args.command](args)
+    except SettingsError as exc:
+        sys.stderr.write(f"{PROG} {args.command}: error: {exc}\n")
+        return EXIT_USAGE
+    except LockedError as exc:
+        sys.stderr.write(f"{PROG} {args.command}: locked: {exc}\n")
+        return EXIT_LOCKED
+    except ArchiverError as exc:
+        sys.stderr.write(f"{PROG} {args.command}: error: {exc}\n")
+        return EXIT_FAILED
+    except KeyboardInterrupt:
+        sys.stderr.write(f"{PROG}: interrupted\n")
+        return EXIT_INTERRUPTED
+    except OSError as exc:
+        sys.stderr.write(f"{PROG} {args.command}: error: {exc}\n")
+        return EXIT_FAILED
+
+
+if __name__ == "__main__":  # pragma: no cover
+    sys.exit(main())

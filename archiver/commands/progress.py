@@ -1,0 +1,447 @@
+"""What a crawl shows while it runs and when it ends: a live display on a terminal, a JSON
+stats line every few seconds otherwise, and the summary tables at the end.
+
+The display polls :meth:`archiver.run.crawler.Crawler.snapshot` (a cheap, JSON-ready dict) from a
+coroutine every half second; the crawler knows nothing about it, so there are no callbacks into
+the crawl and a slow terminal cannot slow a worker down. Where it goes:
+
+- ``--quiet``: nothing.
+- a terminal (``--progress auto``) or ``--progress on``: a rich ``Live`` panel on stderr,
+  redrawn in place. It is *transient*: at the end it is erased and the summary tables take its
+  place, so the final screen shows each number once, and a crawl never leaves a stale
+  half-updated panel above its summary. Log lines (warnings, ``-v`` fetch lines) are printed
+  above the panel through :attr:`Display.log_stream`.
+- otherwise (cron, CI, ``--progress off``): one compact JSON line ``{"event":"stats",…}`` every
+  ``--stats-interval`` seconds (none when it is 0), in the spirit of Browsertrix's JSON-lines
+  stats and Heritrix's ``progress-statistics.log``.
+
+rich is imported here and nowhere else.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import collections
+import contextlib
+import enum
+import json
+import time
+from collections.abc import AsyncIterator, Callable, Mapping, Sequence
+from pathlib import Path
+from typing import IO, TYPE_CHECKING, Any, Protocol, cast
+
+from rich import box
+from rich.columns import Columns
+from rich.console import Console, Group, RenderableType
+from rich.file_proxy import FileProxy
+from rich.live import Live
+from rich.progress_bar import ProgressBar
+from rich.table import Table
+from rich.text import Text
+
+from archiver.run.stats import human_bytes
+
+if TYPE_CHECKING:
+    from archiver.config.settings import Settings
+    from archiver.run.crawler import CrawlResult
+
+#: Seconds between redraws of the live display.
+REFRESH_SECONDS = 0.5
+#: The "now" rate is measured over this many seconds of recent snapshots.
+RATE_WINDOW_SECONDS = 10.0
+TOP_HOSTS = 5
+SUMMARY_ROWS = 8
+
+STATUS_STYLES = {
+    "2xx": "green",
+    "3xx": "cyan",
+    "4xx": "yellow",
+    "5xx": "red",
+}
+RESULT_STYLES = {
+    "completed": "bold green",
+    "limit": "bold green",
+    "interrupted": "bold yellow",
+    "failed": "bold red",
+}
+
+
+class SnapshotSource(Protocol):
+    """What the display polls: :class:`archiver.run.crawler.Crawler` satisfies it."""
+
+    def snapshot(self) -> dict[str, Any]: ...
+
+
+class Mode(enum.StrEnum):
+    LIVE = "live"  #: rich Live panel, redrawn in place
+    LINES = "lines"  #: a JSON stats line every stats_interval
+    OFF = "off"  #: nothing
+
+
+def choose_mode(*, quiet: bool, progress: str, stats_interval: float | None, is_tty: bool) -> Mode:
+    """``--quiet`` wins; then ``--progress on`` (or ``auto`` on a terminal) draws the panel;
+    otherwise stats lines, unless their interval is 0."""
+    if quiet:
+        return Mode.OFF
+    if progress == "on" or (progress == "auto" and is_tty):
+        return Mode.LIVE
+    if stats_interval:
+        return Mode.LINES
+    return Mode.OFF
+
+
+def human_duration(seconds: float) -> str:
+    """``0:01:23`` (hours grow past 24 rather than adding days)."""
+    whole = int(max(seconds, 0))
+    return f"{whole // 3600}:{whole % 3600 // 60:02d}:{whole % 60:02d}"
+
+
+def _iso_now() -> str:
+    now = time.time()
+    return time.strftime("%Y-%m-%dT%H:%M:%S", time.gmtime(now)) + f".{int(now % 1 * 1000):03d}Z"
+
+
+def stats_line(snapshot: Mapping[str, Any], *, now: str | None = None) -> str:
+    """The compact JSON stats line for one snapshot (no newline)."""
+    data: dict[str, Any] = {"event": "stats", "timestamp": now or _iso_now()}
+    for key, value in snapshot.items():
+        data[key] = {str(host): count for host, count in value} if key == "top_hosts" else value
+    return json.dumps(data, separators=(",", ":"), ensure_ascii=False, default=str)
+
+
+class _Rate:
+    """Pages per second over the last few seconds (the average since the start hides stalls)."""
+
+    def __init__(self, window: float = RATE_WINDOW_SECONDS) -> None:
+        self.window = window
+        self._samples: collections.deque[tuple[float, int]] = collections.deque()
+
+    def add(self, at: float, pages: int) -> float | None:
+        samples = self._samples
+        samples.append((at, pages))
+        while len(samples) > 2 and at - samples[1][0] >= self.window:
+            samples.popleft()
+        first_at, first_pages = samples[0]
+        if at - first_at < 1e-3:
+            return None
+        return (pages - first_pages) / (at - first_at)
+
+
+def _counts(items: Mapping[str, int] | Sequence[Sequence[Any]], limit: int = 6) -> Text:
+    """``a 3 · b 2`` from a mapping or ``[(key, count), …]``; ``-`` when empty."""
+    pairs = list(items.items()) if isinstance(items, Mapping) else [(k, v) for k, v in items]
+    if not pairs:
+        return Text("-", style="dim")
+    text = Text()
+    for n, (key, count) in enumerate(pairs[:limit]):
+        if n:
+            text.append(" · ", style="dim")
+        text.append(str(key), style=STATUS_STYLES.get(str(key), ""))
+        text.append(f" {count}", style="bold")
+    if len(pairs) > limit:
+        text.append(f" · +{len(pairs) - limit} more", style="dim")
+    return text
+
+
+def render_snapshot(
+    snapshot: Mapping[str, Any], *, title: str = "", rate_now: float | None = None
+) -> RenderableType:
+    """The live panel for one snapshot (pure: the tests render it into a recording console)."""
+    s = snapshot
+    done, queued, in_flight = int(s.get("done", 0)), int(s.get("queued", 0)), s.get("in_flight", 0)
+    known = done + queued + int(in_flight)
+    head = Text()
+    head.append("archiver ", style="bold")
+    head.append("stopping… " if s.get("stopping") else "crawling ", style="yellow")
+    if title:
+        head.append(title + "  ")
+    head.append(human_duration(float(s.get("elapsed", 0.0))), style="dim")
+
+    bar = Table.grid(padding=(0, 1))
+    bar.add_row(
+        ProgressBar(total=max(known, 1), completed=done, width=30),
+        Text.assemble(
+            (f"{done}", "bold"),
+            " done · ",
+            (f"{queued}", "bold"),
+            " queued · ",
+            (f"{in_flight}", "bold"),
+            " in flight",
+        ),
+    )
+
+    rate = Text.assemble((f"{s.get('pages_per_second', 0):.1f}", "bold"), " pages/s")
+    if rate_now is not None:
+        rate.append(f" (now {rate_now:.1f})", style="dim")
+
+    grid = Table.grid(padding=(0, 2))
+    grid.add_column(style="bold blue", no_wrap=True)
+    grid.add_column(overflow="fold")
+    grid.add_row(
+        "pages",
+        Text.assemble(
+            (str(s.get("pages", 0)), "bold"),
+            "  captures ",
+            (str(s.get("captures", 0)), "bold"),
+            "  revisits ",
+            (str(s.get("revisits", 0)), "bold"),
+            "  ",
+            rate,
+        ),
+    )
+    grid.add_row(
+        "bytes",
+        Text.assemble(
+            "received ",
+            (human_bytes(s.get("bytes_received", 0)), "bold"),
+            "  WARC written ",
+            (human_bytes(s.get("bytes_written", 0)), "bold"),
+        ),
+    )
+    grid.add_row("WARC", Text(str(s.get("warc_file") or "-"), overflow="ellipsis"))
+    grid.add_row("status", _counts(s.get("by_status_class", {})))
+    grid.add_row("failed", _counts(s.get("failures", {})))
+    grid.add_row("skipped", _counts(s.get("skips", {})))
+    grid.add_row("hosts", _counts(s.get("top_hosts", []), TOP_HOSTS))
+    return Group(head, bar, grid)
+
+
+class Display:
+    """Progress for one crawl run. Build it before the crawler (which writes its console log
+    lines to :attr:`log_stream`), then ``async with display.watching(crawler): await run()``.
+
+    ``console`` replaces the stderr console (tests pass a recording one); ``refresh`` and
+    ``clock`` are there for tests too.
+    """
+
+    def __init__(
+        self,
+        settings: Settings,
+        stream: IO[str],
+        *,
+        console: Console | None = None,
+        refresh: float = REFRESH_SECONDS,
+        clock: Callable[[], float] = time.monotonic,
+    ) -> None:
+        is_tty = console.is_terminal if console is not None else _isatty(stream)
+        self.mode = choose_mode(
+            quiet=settings.quiet,
+            progress=settings.progress,
+            stats_interval=settings.stats_interval,
+            is_tty=is_tty,
+        )
+        self.stream = stream
+        self.console = console or Console(
+            file=stream,
+            force_terminal=True if self.mode is Mode.LIVE else None,
+            highlight=False,
+        )
+        self.refresh = refresh
+        self.stats_interval = settings.stats_interval or 0.0
+        self.title = _title(settings)
+        self._clock = clock
+        self._rate = _Rate()
+        self.frames = 0  #: live redraws so far
+        self.lines = 0  #: stats lines written so far
+        #: Where the crawl's console log lines go: above the live panel, or straight to stderr.
+        self.log_stream: IO[str] = (
+            cast(IO[str], FileProxy(self.console, stream)) if self.mode is Mode.LIVE else stream
+        )
+
+    def render(self, snapshot: Mapping[str, Any]) -> RenderableType:
+        rate_now = self._rate.add(self._clock(), int(snapshot.get("pages", 0)))
+        return render_snapshot(snapshot, title=self.title, rate_now=rate_now)
+
+    @contextlib.asynccontextmanager
+    async def watching(self, source: SnapshotSource) -> AsyncIterator[None]:
+        """Show progress of ``source`` while the block runs."""
+        if self.mode is Mode.LIVE:
+            live = Live(
+                self.render(source.snapshot()),
+                console=self.console,
+                auto_refresh=False,  # redrawn by _redraw: no thread of rich's own
+                transient=True,
+                redirect_stdout=False,
+                redirect_stderr=False,
+            )
+            with live:
+                async with _background(self._redraw(source, live)):
+                    yield
+        elif self.mode is Mode.LINES and self.stats_interval > 0:
+            async with _background(self._stats_lines(source)):
+                yield
+        else:
+            yield
+
+    async def _redraw(self, source: SnapshotSource, live: Live) -> None:
+        while True:
+            await asyncio.sleep(self.refresh)
+            live.update(self.render(source.snapshot()), refresh=True)
+            self.frames += 1
+
+    async def _stats_lines(self, source: SnapshotSource) -> None:
+        while True:
+            await asyncio.sleep(self.stats_interval)
+            self.stream.write(stats_line(source.snapshot()) + "\n")
+            self.stream.flush()
+            self.lines += 1
+
+    def print_summary(self, result: CrawlResult) -> None:
+        """The end-of-crawl tables (after the live panel has gone)."""
+        self.console.print(summary_renderable(result))
+
+
+@contextlib.asynccontextmanager
+async def _background(coro: Any) -> AsyncIterator[None]:
+    task = asyncio.create_task(coro, name="progress")
+    try:
+        yield
+    finally:
+        task.cancel()
+        with contextlib.suppress(asyncio.CancelledError):
+            await task
+
+
+def _isatty(stream: IO[str]) -> bool:
+    try:
+        return stream.isatty()
+    except (AttributeError, ValueError):
+        return False
+
+
+def _title(settings: Settings) -> str:
+    seeds = settings.seeds
+    if not seeds:
+        return ""
+    more = f" (+{len(seeds) - 1} seeds)" if len(seeds) > 1 else ""
+    return f"{seeds[0]}{more}"
+
+
+# -- the summary -----------------------------------------------------------------------------
+
+
+def _table(
+    title: str, rows: Sequence[tuple[str, Any]], *, styles: Mapping[str, str] | None = None
+) -> Table:
+    styles = styles or {}
+    table = Table(
+        title=title,
+        title_justify="left",
+        title_style="bold",
+        box=None,
+        show_header=False,
+        padding=(0, 1),
+    )
+    table.add_column("", overflow="fold", max_width=48)
+    table.add_column("", justify="right")
+    for key, value in rows[:SUMMARY_ROWS]:
+        table.add_row(Text(str(key), style=styles.get(str(key), "")), str(value))
+    if len(rows) > SUMMARY_ROWS:
+        rest = sum(int(v) for _, v in rows[SUMMARY_ROWS:] if isinstance(v, int))
+        table.add_row(Text(f"{len(rows) - SUMMARY_ROWS} more", style="dim"), str(rest))
+    return table
+
+
+def summary_renderable(result: CrawlResult) -> RenderableType:
+    """The summary of a finished crawl, from ``result.summary`` (what summary.json holds)."""
+    s = result.summary
+    status = result.status
+    head = Text()
+    head.append(f"archiver: {status}", style=RESULT_STYLES.get(status, "bold"))
+    if result.reason:
+        head.append(f" ({result.reason})")
+    if not s:
+        return Group(head, _files(result))
+    duration = float(s.get("duration_seconds", 0.0))
+    totals = Table.grid(padding=(0, 2))
+    totals.add_column(style="bold blue", no_wrap=True)
+    totals.add_column(justify="right", style="bold")
+    totals.add_column(style="dim")
+    totals.add_row("duration", f"{duration:.1f} s", human_duration(duration))
+    totals.add_row("pages", str(s.get("pages", 0)), f"{s.get('pages_per_second', 0):.1f} pages/s")
+    totals.add_row(
+        "captures",
+        str(s.get("captures", 0)),
+        f"{s.get('captures_per_second', 0):.1f}/s, {_plural(int(s.get('revisits', 0)), 'revisit')}",
+    )
+    totals.add_row("received", human_bytes(s.get("bytes_received", 0)), "HTTP responses")
+    totals.add_row("written", human_bytes(s.get("bytes_written", 0)), "WARC files (gzip)")
+    totals.add_row(
+        "dedup saved",
+        human_bytes(s.get("dedup_bytes_saved", 0)),
+        "identical payloads stored as revisits",
+    )
+    if s.get("retries"):
+        totals.add_row("retries", str(s["retries"]), "transient failures tried again")
+
+    tables: list[RenderableType] = [
+        _table(
+            "Status",
+            list(s.get("by_status_class", {}).items()),
+            styles=STATUS_STYLES,
+        ),
+        _table("MIME types", list(s.get("by_mime", {}).items())),
+        _table("Hosts", list(s.get("by_host", {}).items())),
+    ]
+    if s.get("failures"):
+        tables.append(_table("Failures", list(s["failures"].items())))
+    if s.get("skips"):
+        tables.append(_table("Skipped", list(s["skips"].items())))
+    if s.get("truncated"):
+        tables.append(_table("Truncated", list(s["truncated"].items())))
+    parts: list[RenderableType] = [head, totals, Text(""), Columns(tables, padding=(0, 3))]
+    traps = s.get("traps") or []
+    if traps:
+        trap_table = Table(
+            title="Traps", title_justify="left", title_style="bold", box=box.SIMPLE_HEAD
+        )
+        trap_table.add_column("kind")
+        trap_table.add_column("pattern", overflow="fold")
+        trap_table.add_column("URLs skipped", justify="right")
+        for trap in traps[:SUMMARY_ROWS]:
+            trap_table.add_row(
+                str(trap.get("kind", "")), str(trap.get("pattern", "")), str(trap.get("skipped"))
+            )
+        parts.append(trap_table)
+    parts += [Text(""), _files(result)]
+    return Group(*parts)
+
+
+def _files(result: CrawlResult) -> RenderableType:
+    grid = Table.grid(padding=(0, 2))
+    grid.add_column(style="bold blue", no_wrap=True)
+    grid.add_column(overflow="fold")
+    root = result.output
+    grid.add_row("output", str(root))
+    warcs = result.warc_files
+    for n, path in enumerate(warcs[:3]):
+        grid.add_row("WARC" if n == 0 else "", _relative(path, root))
+    if len(warcs) > 3:
+        grid.add_row("", Text(f"… and {len(warcs) - 3} more WARC files", style="dim"))
+    extras: tuple[tuple[str, Path | None], ...] = (
+        ("index", result.index),
+        ("CDX", result.cdx11),
+        ("WACZ", result.wacz),
+        ("log", root / "crawl.log.jsonl"),
+        ("Heritrix log", root / "crawl.log"),
+        ("summary", root / "summary.json"),
+    )
+    for label, extra in extras:
+        if extra is not None and extra.exists():
+            grid.add_row(label, _relative(extra, root))
+    if result.status == "interrupted":
+        grid.add_row("resume", "run the same command again to continue this crawl")
+    if result.warc_files and result.index is not None:
+        grid.add_row("next", f"archiver report {root}   ·   archiver replay {root}")
+    return grid
+
+
+def _plural(count: int, word: str) -> str:
+    return f"{count} {word}{'' if count == 1 else 's'}"
+
+
+def _relative(path: Path, root: Path) -> str:
+    try:
+        return str(path.relative_to(root))
+    except ValueError:
+        return str(path)

@@ -1,0 +1,523 @@
+"""``archiver report DIR``: one self-contained HTML file describing a finished crawl.
+
+Everything is inline (CSS and hand-drawn SVG charts, no script at all) and a
+``Content-Security-Policy`` of ``default-src 'none'`` forbids the page to load anything, so the
+report opens offline, from an e-mail attachment or a file share, and cannot phone home.
+
+Sources: ``summary.json`` (the counts the crawl kept: status, MIME, hosts, largest resources,
+captures per second, traps, files) and, when present, ``crawl.log.jsonl``, read once as a
+stream for what the summary only counts: example URLs for each failure and skip reason, the
+URLs that answered 4xx/5xx, and warnings. The examples kept are bounded, so a report of a crawl
+with millions of log lines stays small.
+
+Every value that came from the crawl (URLs, MIME types, host names, error messages, even the
+seeds) is hostile input and goes through :func:`html.escape`; nothing from the crawl is ever
+written into an attribute without it, nor into a URL the reader could click.
+"""
+
+from __future__ import annotations
+
+import html
+import json
+import time
+from collections import Counter
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from archiver import __version__
+from archiver.errors import ArchiverError
+from archiver.run.stats import human_bytes
+
+EXAMPLES_PER_REASON = 10
+HTTP_ERROR_EXAMPLES = 25
+WARNING_EXAMPLES = 20
+MAX_BARS = 12
+MAX_COLUMNS = 120
+LABEL_CHARS = 28
+
+PALETTE = ("#4e79a7", "#f28e2b", "#59a14f", "#e15759", "#76b7b2", "#edc948", "#b07aa1")
+STATUS_COLORS = {
+    "1xx": "#9c9c9c",
+    "2xx": "#59a14f",
+    "3xx": "#4e79a7",
+    "4xx": "#f28e2b",
+    "5xx": "#e15759",
+}
+CSP = "default-src 'none'; style-src 'unsafe-inline'; img-src data:"
+
+
+class ReportError(ArchiverError):
+    """The directory is not a crawl that can be reported on."""
+
+
+@dataclass(slots=True)
+class Example:
+    url: str
+    via: str | None = None
+    detail: str | None = None
+
+
+@dataclass(slots=True)
+class LogFindings:
+    """What the report takes from crawl.log.jsonl (bounded samples)."""
+
+    failures: dict[str, list[Example]] = field(default_factory=dict)
+    skips: dict[str, list[Example]] = field(default_factory=dict)
+    http_errors: list[Example] = field(default_factory=list)
+    http_error_count: int = 0
+    warnings: Counter[str] = field(default_factory=Counter)
+    warning_examples: list[tuple[str, str, str]] = field(default_factory=list)
+    runs: int = 0
+    lines: int = 0
+
+
+def _keep(bucket: dict[str, list[Example]], key: str, example: Example) -> None:
+    examples = bucket.setdefault(key, [])
+    if len(examples) < EXAMPLES_PER_REASON:
+        examples.append(example)
+
+
+def scan_log(lines: Iterable[str]) -> LogFindings:
+    """Read the crawl log once; unreadable lines (a crash mid-write) are skipped."""
+    found = LogFindings()
+    for line in lines:
+        try:
+            event = json.loads(line)
+        except ValueError:
+            continue
+        if not isinstance(event, dict):
+            continue
+        found.lines += 1
+        kind = str(event.get("event", ""))
+        url = str(event.get("url", ""))
+        via = event.get("via")
+        via = str(via) if via else None
+        if kind == "crawl-start":
+            found.runs += 1
+        elif kind == "fetch" and event.get("outcome") == "failed":
+            reason = str(event.get("reason") or "unknown")
+            _keep(found.failures, reason, Example(url, via, _text(event.get("error"))))
+        elif kind == "fetch" and event.get("outcome") == "captured":
+            status = event.get("status")
+            if isinstance(status, int) and status >= 400:
+                found.http_error_count += 1
+                if len(found.http_errors) < HTTP_ERROR_EXAMPLES:
+                    found.http_errors.append(Example(url, via, str(status)))
+        elif kind == "skip":
+            _keep(found.skips, str(event.get("reason") or "unknown"), Example(url, via))
+        if event.get("level") in ("warning", "error", "critical"):
+            found.warnings[kind] += 1
+            if len(found.warning_examples) < WARNING_EXAMPLES:
+                detail = _text(event.get("error") or event.get("file") or event.get("url"))
+                found.warning_examples.append((str(event.get("level")), kind, detail or ""))
+    return found
+
+
+def _text(value: Any) -> str | None:
+    return None if value is None else str(value)
+
+
+# -- formatting ------------------------------------------------------------------------------
+
+
+def e(value: Any) -> str:
+    """Escape for HTML text and double-quoted attributes."""
+    return html.escape(str(value), quote=True)
+
+
+def human_duration(seconds: float) -> str:
+    whole = int(max(seconds, 0))
+    hours, rest = divmod(whole, 3600)
+    minutes, secs = divmod(rest, 60)
+    if hours:
+        return f"{hours} h {minutes:02d} min"
+    if minutes:
+        return f"{minutes} min {secs:02d} s"
+    return f"{seconds:.1f} s"
+
+
+def _short(text: str, limit: int = LABEL_CHARS) -> str:
+    return text if len(text) <= limit else text[: limit - 1] + "…"
+
+
+# -- charts (hand-written SVG) -----------------------------------------------------------------
+
+
+def bar_chart(
+    items: Sequence[tuple[str, int]],
+    *,
+    colors: Mapping[str, str] | None = None,
+    value_text: Mapping[str, str] | None = None,
+    label: str,
+) -> str:
+    """Horizontal bars, one per (label, value); labels cut to fit, full text in a tooltip."""
+    if not items:
+        return '<p class="empty">None.</p>'
+    shown = list(items[:MAX_BARS])
+    if len(items) > MAX_BARS:
+        shown.append((f"{len(items) - MAX_BARS} others", sum(v for _, v in items[MAX_BARS:])))
+    top = max(1, *(v for _, v in shown))
+    row, label_w, bar_w, value_w = 24, 230, 210, 80
+    width = label_w + bar_w + value_w
+    height = row * len(shown) + 4
+    parts = [
+        f'<svg class="chart" viewBox="0 0 {width} {height}" width="{width}" '
+        f'role="img" aria-label="{e(label)}">'
+    ]
+    for n, (name, value) in enumerate(shown):
+        y = n * row + 2
+        length = max(round(bar_w * value / top), 1 if value else 0)
+        color = (colors or {}).get(name, PALETTE[n % len(PALETTE)])
+        shown_value = (value_text or {}).get(name, f"{value:,}")
+        parts.append(
+            f"<g><title>{e(name)}: {e(shown_value)}</title>"
+            f'<text x="{label_w - 8}" y="{y + 16}" text-anchor="end">{e(_short(name))}</text>'
+            f'<rect x="{label_w}" y="{y + 3}" width="{length}" height="{row - 8}" rx="3" '
+            f'fill="{e(color)}"/>'
+            f'<text x="{label_w + length + 6}" y="{y + 16}" class="value">{e(shown_value)}</text>'
+            "</g>"
+        )
+    parts.append("</svg>")
+    return "".join(parts)
+
+
+def _bins(series: Sequence[Sequence[int]], duration: float) -> tuple[list[int], float]:
+    """Per-second counts grouped into at most MAX_COLUMNS columns; returns (counts, seconds
+    per column)."""
+    last = max([int(duration)] + [int(s) for s, _ in series]) + 1
+    per = max(1.0, last / MAX_COLUMNS)
+    columns = [0] * max(1, min(MAX_COLUMNS, int(last / per + 0.999)))
+    for second, count in series:
+        index = min(int(second / per), len(columns) - 1)
+        columns[index] += int(count)
+    return columns, per
+
+
+def time_chart(series: Sequence[Sequence[int]], duration: float) -> str:
+    """Captures over time: one column per time slice, axes with the peak and the time span."""
+    if not series:
+        return '<p class="empty">No captures.</p>'
+    columns, per = _bins(series, duration)
+    top = max(1, *columns)
+    left, bottom, width, height = 56, 28, 900, 220
+    plot_w, plot_h = width - left - 10, height - bottom - 10
+    step = plot_w / len(columns)
+    parts = [
+        f'<svg class="chart" viewBox="0 0 {width} {height}" width="100%" '
+        f'preserveAspectRatio="xMinYMin meet" role="img" aria-label="captures over time">',
+        f'<line x1="{left}" y1="10" x2="{left}" y2="{10 + plot_h}" class="axis"/>',
+        f'<line x1="{left}" y1="{10 + plot_h}" x2="{left + plot_w}" y2="{10 + plot_h}" '
+        'class="axis"/>',
+        f'<text x="{left - 6}" y="16" text-anchor="end">{top:,}</text>',
+        f'<text x="{left - 6}" y="{10 + plot_h}" text-anchor="end">0</text>',
+    ]
+    unit = "per second" if per == 1 else f"per {per:.0f} s"
+    parts.append(
+        f'<text x="12" y="{10 + plot_h / 2}" transform="rotate(-90 12 {10 + plot_h / 2})" '
+        f'text-anchor="middle">captures {e(unit)}</text>'
+    )
+    for n, count in enumerate(columns):
+        if not count:
+            continue
+        h = plot_h * count / top
+        x = left + n * step
+        start = n * per
+        parts.append(
+            f'<rect x="{x + 0.5:.1f}" y="{10 + plot_h - h:.1f}" width="{max(step - 1, 1):.1f}" '
+            f'height="{h:.1f}" fill="{PALETTE[0]}"><title>{e(human_duration(start))}: '
+            f"{count:,} captures</title></rect>"
+        )
+    total = len(columns) * per
+    for frac in (0.0, 0.5, 1.0):
+        x = left + plot_w * frac
+        anchor = "start" if frac == 0 else "end" if frac == 1 else "middle"
+        parts.append(
+            f'<text x="{x:.1f}" y="{height - 8}" text-anchor="{anchor}">'
+            f"{e(human_duration(total * frac))}</text>"
+        )
+    parts.append("</svg>")
+    return "".join(parts)
+
+
+# -- the page ----------------------------------------------------------------------------------
+
+
+def _table(headers: Sequence[str], rows: Iterable[Sequence[Any]], *, numeric: int = 0) -> str:
+    """A table; the last ``numeric`` columns are right-aligned."""
+    head = "".join(
+        f'<th class="{"num" if i >= len(headers) - numeric else ""}">{e(h)}</th>'
+        for i, h in enumerate(headers)
+    )
+    body = []
+    for row in rows:
+        cells = "".join(
+            f'<td class="{"num" if i >= len(row) - numeric else ""}">{cell}</td>'
+            for i, cell in enumerate(row)
+        )
+        body.append(f"<tr>{cells}</tr>")
+    if not body:
+        return '<p class="empty">None.</p>'
+    return f"<table><thead><tr>{head}</tr></thead><tbody>{''.join(body)}</tbody></table>"
+
+
+def _url(url: str) -> str:
+    """A URL as text (never a link: the report must not lead anyone to the live web)."""
+    return f'<span class="url" title="{e(url)}">{e(url)}</span>'
+
+
+def _examples(bucket: Mapping[str, list[Example]], counts: Mapping[str, int]) -> str:
+    reasons = sorted(set(counts) | set(bucket), key=lambda r: -int(counts.get(r, 0)))
+    if not reasons:
+        return '<p class="empty">None.</p>'
+    blocks = []
+    for reason in reasons:
+        examples = bucket.get(reason, [])
+        rows = [
+            (
+                _url(ex.url),
+                _url(ex.via) if ex.via else '<span class="dim">seed</span>',
+                e(ex.detail or ""),
+            )
+            for ex in examples
+        ]
+        count = int(counts.get(reason, len(examples)))
+        more = f" (first {len(examples)} shown)" if count > len(examples) and examples else ""
+        blocks.append(
+            f"<details><summary><b>{e(reason)}</b> · {count:,} URL{'' if count == 1 else 's'}"
+            f"{e(more)}</summary>"
+            f"{_table(('URL', 'found on', 'detail'), rows)}</details>"
+        )
+    return "".join(blocks)
+
+
+def _file_rows(crawl_dir: Path, summary: Mapping[str, Any]) -> list[tuple[str, str, str]]:
+    rows: list[tuple[str, str, str]] = []
+    for name in summary.get("warc_files", []):
+        rows.append(("WARC", str(name), _size(crawl_dir / str(name))))
+    for label, name in (
+        ("index (CDXJ)", "index.cdxj"),
+        ("index (CDX)", "index.cdx"),
+        ("crawl log (JSON lines)", "crawl.log.jsonl"),
+        ("crawl log (Heritrix)", "crawl.log"),
+        ("summary", "summary.json"),
+    ):
+        path = crawl_dir / name
+        if path.exists():
+            rows.append((label, name, _size(path)))
+    for path in sorted(crawl_dir.glob("*.wacz")):
+        rows.append(("WACZ", path.name, _size(path)))
+    return rows
+
+
+def _size(path: Path) -> str:
+    try:
+        return human_bytes(path.stat().st_size)
+    except OSError:
+        return "missing"
+
+
+def _card(label: str, value: str, note: str = "") -> str:
+    small = f"<small>{e(note)}</small>" if note else ""
+    return f'<div class="card"><div class="v">{e(value)}</div><div>{e(label)}</div>{small}</div>'
+
+
+STYLE = """
+:root { --fg:#1f2933; --dim:#6b7785; --line:#d9dee4; --bg:#f6f7f9; --ok:#59a14f;
+        --warn:#f28e2b; --bad:#e15759; }
+* { box-sizing: border-box; }
+body { margin:0; font:15px/1.45 system-ui, -apple-system, "Segoe UI", sans-serif;
+       color:var(--fg); background:var(--bg); }
+header { background:#24364b; color:#fff; padding:20px 32px; }
+header h1 { margin:0 0 4px; font-size:22px; }
+header .meta { color:#c9d3de; font-size:13px; }
+.badge { display:inline-block; padding:2px 10px; border-radius:10px; font-weight:600;
+         font-size:13px; margin-left:8px; vertical-align:middle; }
+.badge.completed, .badge.limit { background:var(--ok); }
+.badge.interrupted { background:var(--warn); }
+.badge.failed { background:var(--bad); }
+main { max-width:1200px; margin:0 auto; padding:16px 32px 40px; }
+section { background:#fff; border:1px solid var(--line); border-radius:8px;
+          padding:14px 20px; margin:16px 0; overflow-x:auto; }
+section h2 { margin:0 0 10px; font-size:17px; }
+.grid { display:grid; grid-template-columns:repeat(auto-fit, minmax(520px, 1fr)); gap:0 16px; }
+.cards { display:grid; grid-template-columns:repeat(auto-fit, minmax(150px, 1fr)); gap:12px;
+         margin-top:16px; }
+.card { background:#fff; border:1px solid var(--line); border-radius:8px; padding:10px 14px; }
+.card .v { font-size:22px; font-weight:700; }
+.card small { color:var(--dim); }
+svg.chart { max-width:100%; height:auto; font-size:12px; fill:var(--fg); }
+svg.chart .value { fill:var(--dim); }
+svg.chart .axis { stroke:var(--dim); stroke-width:1; }
+table { border-collapse:collapse; width:100%; font-size:13px; }
+th, td { text-align:left; padding:4px 8px; border-bottom:1px solid var(--line);
+         vertical-align:top; }
+th { color:var(--dim); font-weight:600; }
+.num { text-align:right; white-space:nowrap; }
+.url { word-break:break-all; font-family:ui-monospace, Menlo, Consolas, monospace;
+       font-size:12px; }
+.dim, .empty { color:var(--dim); }
+details { margin:6px 0; }
+summary { cursor:pointer; }
+footer { color:var(--dim); text-align:center; font-size:12px; padding:16px; }
+"""
+
+
+def render(crawl_dir: Path, summary: Mapping[str, Any], log: LogFindings | None) -> str:
+    """The report's HTML text."""
+    s = summary
+    seeds = [str(x) for x in s.get("seeds", [])]
+    status = str(s.get("status", "unknown"))
+    duration = float(s.get("duration_seconds", 0) or 0)
+    title = seeds[0] if seeds else str(crawl_dir.name)
+    reason = f" — {s['reason']}" if s.get("reason") else ""
+    failures: dict[str, int] = dict(s.get("failures", {}))
+    skips: dict[str, int] = dict(s.get("skips", {}))
+    by_status_class = [(str(k), int(v)) for k, v in s.get("by_status_class", {}).items()]
+    by_status = sorted(((str(k), int(v)) for k, v in s.get("by_status", {}).items()))
+    by_mime = [(str(k), int(v)) for k, v in s.get("by_mime", {}).items()]
+    by_host = [(str(k), int(v)) for k, v in s.get("by_host", {}).items()]
+    largest = list(s.get("largest", []))
+    traps = list(s.get("traps", []))
+
+    cards = "".join(
+        [
+            _card("captures", f"{int(s.get('captures', 0)):,}", f"{s.get('revisits', 0)} revisits"),
+            _card("pages", f"{int(s.get('pages', 0)):,}", f"{s.get('pages_per_second', 0)} /s"),
+            _card("duration", human_duration(duration), str(s.get("started", ""))),
+            _card("received", human_bytes(int(s.get("bytes_received", 0)))),
+            _card("WARC written", human_bytes(int(s.get("bytes_written", 0)))),
+            _card("dedup saved", human_bytes(int(s.get("dedup_bytes_saved", 0)))),
+            _card("failures", f"{sum(failures.values()):,}", f"{s.get('retries', 0)} retries"),
+            _card("skipped", f"{sum(skips.values()):,}"),
+        ]
+    )
+    largest_rows = [
+        (_url(str(item.get("url", ""))), e(item.get("mime") or ""), e(human_bytes(item["bytes"])))
+        for item in largest
+        if isinstance(item, dict) and isinstance(item.get("bytes"), int)
+    ]
+    trap_rows = [
+        (e(t.get("kind", "")), _url(str(t.get("pattern", ""))), e(t.get("skipped", "")))
+        for t in traps
+        if isinstance(t, dict)
+    ]
+    sections = [
+        (
+            "Captures over time",
+            time_chart(s.get("captures_over_time", []), duration),
+        ),
+    ]
+    grid = [
+        (
+            "Status",
+            bar_chart(by_status_class, colors=STATUS_COLORS, label="captures by status class")
+            + _table(
+                ("status code", "captures"), ((e(k), f"{v:,}") for k, v in by_status), numeric=1
+            ),
+        ),
+        ("MIME types", bar_chart(by_mime, label="captures by MIME type")),
+        ("Top hosts", bar_chart(by_host, label="captures by host")),
+        (
+            "Failures by reason",
+            bar_chart(sorted(failures.items(), key=lambda kv: -kv[1]), label="failures"),
+        ),
+    ]
+    detail_sections = [
+        ("Largest resources", _table(("URL", "MIME type", "size"), largest_rows, numeric=1)),
+        ("Failed URLs", _examples(log.failures if log else {}, failures)),
+        ("Skipped URLs", _examples(log.skips if log else {}, skips)),
+    ]
+    if log is not None and log.http_errors:
+        more = (
+            f" (first {len(log.http_errors)} of {log.http_error_count:,})"
+            if log.http_error_count > len(log.http_errors)
+            else ""
+        )
+        rows = [
+            (e(ex.detail), _url(ex.url), _url(ex.via) if ex.via else "seed")
+            for ex in log.http_errors
+        ]
+        detail_sections.append((f"HTTP errors{more}", _table(("status", "URL", "found on"), rows)))
+    detail_sections.append(
+        ("Crawl traps", _table(("kind", "pattern", "URLs skipped"), trap_rows, numeric=1))
+    )
+    if log is not None and log.warnings:
+        rows = [(e(level), e(kind), _url(detail)) for level, kind, detail in log.warning_examples]
+        counts = ", ".join(f"{e(k)} {v:,}" for k, v in log.warnings.most_common())
+        detail_sections.append(
+            ("Warnings and errors", f"<p>{counts}</p>" + _table(("level", "event", "detail"), rows))
+        )
+    detail_sections.append(
+        (
+            "Files written",
+            f'<p>in <span class="url">{e(crawl_dir)}</span></p>'
+            + _table(
+                ("kind", "file", "size"),
+                ((e(k), _url(f), e(z)) for k, f, z in _file_rows(crawl_dir, s)),
+                numeric=1,
+            ),
+        )
+    )
+
+    def block(name: str, content: str) -> str:
+        return f"<section><h2>{e(name)}</h2>{content}</section>"
+
+    seeds_text = ", ".join(seeds) if seeds else "(no seeds recorded)"
+    runs = f" · {log.runs} runs (resumed)" if log is not None and log.runs > 1 else ""
+    generated = time.strftime("%Y-%m-%d %H:%M:%S UTC", time.gmtime())
+    return f"""<!DOCTYPE html>
+<html lang="en"><head><meta charset="utf-8">
+<meta http-equiv="Content-Security-Policy" content="{CSP}">
+<meta name="viewport" content="width=device-width, initial-scale=1">
+<title>Crawl report: {e(_short(title, 80))}</title>
+<style>{STYLE}</style></head>
+<body>
+<header><h1>Crawl report <span class="badge {e(status)}">{e(status)}</span></h1>
+<div class="meta">seeds: {e(seeds_text)}{e(reason)}<br>
+started {e(s.get("started", "?"))} · {e(human_duration(duration))}{e(runs)} · output
+{e(s.get("output", crawl_dir))}</div></header>
+<main>
+<div class="cards">{cards}</div>
+{"".join(block(n, c) for n, c in sections)}
+<div class="grid">{"".join(block(n, c) for n, c in grid)}</div>
+{"".join(block(n, c) for n, c in detail_sections)}
+</main>
+<footer>archiver {e(s.get("version", __version__))} · report generated {e(generated)} by
+archiver {e(__version__)}</footer>
+</body></html>
+"""
+
+
+def read_summary(crawl_dir: Path) -> dict[str, Any]:
+    path = crawl_dir / "summary.json"
+    if not crawl_dir.is_dir():
+        raise ReportError(f"{crawl_dir} is not a directory")
+    try:
+        data = json.loads(path.read_text(encoding="utf-8"))
+    except FileNotFoundError:
+        raise ReportError(
+            f"no summary.json in {crawl_dir}: is it a crawl directory? (a crawl writes it "
+            "when it stops)"
+        ) from None
+    except (OSError, ValueError) as exc:
+        raise ReportError(f"{path} is unreadable: {exc}") from None
+    if not isinstance(data, dict):
+        raise ReportError(f"{path} is not a crawl summary")
+    return data
+
+
+def write_report(crawl_dir: Path, output: Path) -> Path:
+    """Write the HTML report of the crawl in ``crawl_dir`` to ``output``; returns ``output``."""
+    summary = read_summary(crawl_dir)
+    log_path = crawl_dir / "crawl.log.jsonl"
+    findings: LogFindings | None = None
+    if log_path.exists():
+        with open(log_path, encoding="utf-8", errors="replace") as fh:
+            findings = scan_log(fh)
+    text = render(crawl_dir, summary, findings)
+    tmp = output.with_name(output.name + ".tmp")
+    tmp.write_text(text, encoding="utf-8")
+    tmp.replace(output)
+    return output

@@ -1,0 +1,163 @@
+"""Settings -> the configuration of each component (scope, fetcher, warcinfo, seeds).
+
+Kept apart from the crawler so the crawler orchestrates and these small functions say, in one
+place each, how a user's settings become a component's behaviour.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import importlib.metadata
+import platform
+import socket
+from collections.abc import Iterable
+from pathlib import Path
+
+from archiver import __version__, urls
+from archiver.config.settings import Settings, read_lines_file
+from archiver.errors import SettingsError
+from archiver.fetch.fetcher import FetchConfig
+from archiver.policy.credentials import credential_scope
+from archiver.policy.netguard import AddressPolicy
+from archiver.policy.scope import ScopeRules, seeds_in_order
+from archiver.warc.writer import safe_name_part
+
+
+def default_output(seeds: Iterable[str]) -> Path:
+    for seed in seeds:
+        try:
+            host = urls.hostname(urls.normalize_url(seed))
+        except urls.InvalidURLError:
+            continue
+        return Path("crawls") / safe_name_part(host, default="crawl")
+    return Path("crawls") / "crawl"
+
+
+def seed_list(settings: Settings) -> tuple[str, ...]:
+    """The seed URLs (arguments and --seeds-file), normalised, first occurrence kept."""
+    raw = list(settings.seeds)
+    if settings.seeds_file is not None:
+        raw += read_lines_file(settings.seeds_file, "--seeds-file")
+    seeds = []
+    for seed in raw:
+        try:
+            seeds.append(urls.normalize_url(seed if "://" in seed else "http://" + seed))
+        except urls.InvalidURLError as exc:
+            raise SettingsError("seeds", f"{seed!r} is not an http(s) URL: {exc}") from None
+    if not seeds:
+        raise SettingsError("seeds", "give at least one seed URL (or --seeds-file)")
+    return seeds_in_order(seeds)
+
+
+def scope_rules(s: Settings, seeds: tuple[str, ...]) -> ScopeRules:
+    """Scope and trap rules; exclusions from --exclude and --exclude-file."""
+    exclude = list(s.exclude)
+    if s.exclude_file is not None:
+        exclude += read_lines_file(s.exclude_file, "--exclude-file")
+    return ScopeRules(
+        seeds=seeds,
+        mode=s.scope,
+        include=s.include,
+        exclude=tuple(exclude),
+        max_depth=s.max_depth,
+        page_requisites=s.page_requisites,
+        max_url_length=s.max_url_length,
+        max_path_segments=s.max_path_segments,
+        max_segment_repeats=s.max_segment_repeats,
+        max_query_key_repeats=s.max_query_key_repeats,
+        max_pattern_depth=s.max_pattern_depth,
+        max_urls_per_host=s.max_urls_per_host,
+    )
+
+
+async def address_policy(s: Settings, seeds: tuple[str, ...]) -> AddressPolicy:
+    """The seeds' own addresses and ports are always allowed (SPEC-NOTES section D)."""
+    policy = AddressPolicy(allow_private=s.allow_private)
+    overrides = dict(s.resolve)
+    loop = asyncio.get_running_loop()
+    for seed in seeds:
+        _, host, port = urls.scheme_host_port(seed)
+        # looked up as the resolver does (fetch.OverrideResolver): "x.test." is "x.test"
+        override = overrides.get(host.rstrip("."))
+        if override is not None:
+            policy.allow(override, port)
+            continue
+        try:
+            infos = await loop.getaddrinfo(host, port, type=socket.SOCK_STREAM)
+        except OSError:
+            continue  # the fetch will fail with a DNS error, logged there
+        for info in infos:
+            policy.allow(str(info[4][0]), port)
+    return policy
+
+
+def fetch_config(s: Settings, seeds: tuple[str, ...]) -> FetchConfig:
+    """The fetcher's limits and headers; credential headers are scoped to the seeds' hosts."""
+    return FetchConfig(
+        connections=max(s.workers, 1),
+        user_agent=s.user_agent,
+        accept_encoding=s.accept_encoding,
+        algorithm=s.digest,
+        connect_timeout=s.connect_timeout or 30.0,
+        read_timeout=s.read_timeout or 3600.0,
+        fetch_timeout=s.fetch_timeout or 24 * 3600.0,
+        max_body=s.max_body_size,
+        max_header_bytes=s.max_header_size,
+        keep_body=8 * 1024 * 1024,
+        tls_verify=s.tls_verify,
+        resolve=dict(s.resolve),
+        extra_headers=dict(s.header),
+        credential_scope=credential_scope(seeds, s.credential_host),
+    )
+
+
+def warcinfo_fields(s: Settings, crawl_name: str) -> tuple[tuple[str, str], ...]:
+    """The warcinfo block of every WARC file: software, policies, the crawl's settings."""
+    digest_policy = (
+        f"WARC-Block-Digest: {s.digest} of the stored block; WARC-Payload-Digest: {s.digest} "
+        "of the entity body with the transfer coding removed and the content coding kept "
+        "(WARC 1.1 section 5.9, iipc/warc-specifications#22); sha1 in Base32, others Base16"
+    )
+    robots = "rfc9309 (obey)" if s.robots == "obey" else "ignore"
+    if s.robots == "obey" and s.robots_exempt_requisites:
+        robots += "; page requisites exempt"
+    tls = (
+        "strict (unverifiable servers are not fetched)"
+        if s.tls_verify
+        else ("capture-anyway (failed certificate verifications are recorded in metadata records)")
+    )
+    fields = [
+        ("software", software_string()),
+        ("format", "WARC File Format 1.1"),
+        (
+            "conformsTo",
+            "https://iipc.github.io/warc-specifications/specifications/warc-format/warc-1.1/",
+        ),
+        ("hostname", socket.gethostname()),
+        ("operator", s.operator),
+        ("description", s.description),
+        ("isPartOf", s.crawl_id or crawl_name),
+        ("http-header-user-agent", s.user_agent),
+        ("robots", robots),
+        ("digest-policy", digest_policy),
+        ("tls-policy", tls),
+        (
+            "request-records",
+            "as sent, not redacted (configured credential headers are sent only to the seeds' "
+            "hosts and --credential-host hosts, and are redacted from crawl-settings)",
+        ),
+        ("crawl-settings", s.to_json_text()),
+    ]
+    return tuple(fields)
+
+
+def software_string() -> str:
+    """``archiver/X (aiohttp/Y; warcio/Z; Python W)`` for warcinfo and the summary."""
+    parts = []
+    for dist in ("aiohttp", "warcio", "selectolax"):
+        try:
+            parts.append(f"{dist}/{importlib.metadata.version(dist)}")
+        except importlib.metadata.PackageNotFoundError:
+            continue
+    parts.append(f"Python {platform.python_version()}")
+    return f"archiver/{__version__} ({'; '.join(parts)})"

@@ -1,0 +1,3 @@
+"""Payload digests seen before (this crawl and earlier ones) and conditional recrawls: what becomes
+a revisit record.
+"""

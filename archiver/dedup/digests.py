@@ -1,0 +1,42 @@
+"""Payload-digest lookups for revisit records: within this crawl and against earlier crawls.
+
+A capture whose payload digest was already stored (same crawl, any URL; or an earlier completed
+crawl's index) is written as an identical-payload-digest ``revisit`` (WARC 1.1 section 6.7.2).
+Entries are registered only after the original was written, so a revisit never points at data
+that might not exist.
+"""
+
+from __future__ import annotations
+
+from typing import Protocol
+
+from archiver.warc.records import Original
+
+
+class DigestIndex(Protocol):
+    """Where identical payloads are looked up. Backends: memory, SQLite, Redis."""
+
+    async def lookup(self, digest: str) -> Original | None: ...
+
+    async def add(self, digest: str, original: Original) -> None: ...
+
+    async def close(self) -> None: ...
+
+
+class MemoryDigestIndex:
+    """A dict: fine for small crawls and tests."""
+
+    def __init__(self) -> None:
+        self._entries: dict[str, Original] = {}
+
+    async def lookup(self, digest: str) -> Original | None:
+        return self._entries.get(digest)
+
+    async def add(self, digest: str, original: Original) -> None:
+        self._entries.setdefault(digest, original)
+
+    async def close(self) -> None:
+        self._entries.clear()
+
+    def __len__(self) -> int:
+        return len(self._entries)

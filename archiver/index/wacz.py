@@ -1,0 +1,344 @@
+"""WACZ 1.1.1 packaging of a crawl directory (https://specs.webrecorder.net/wacz/1.1.1/).
+
+What goes in, and why each choice (SPEC-NOTES B.5):
+
+* ``archive/`` -- the crawl's WARC files, ZIP ``STORE``: they are gzip already, and ReplayWeb.page
+  reads records out of the ZIP by byte range, which only works on stored members.
+* ``indexes/index.cdx.gz`` + ``indexes/index.idx`` -- the crawl's CDXJ, line for line, as a
+  ZipNum index: blocks of :data:`BLOCK_LINES` lines, each its own gzip member, and a small
+  secondary index naming the first key, offset, length and sha256 of every block. This is what
+  py-wacz writes (``cdxj_indexer.CompressedWriter``) and what ReplayWeb.page loads lazily, so a
+  million-capture crawl does not have to be read in full before the first page shows. The
+  ``.cdx.gz`` is stored (it is compressed already), the ``.idx`` deflated (spec: may be).
+* ``pages/pages.jsonl`` -- the header line ``{"format": "json-pages-1.0", ...}`` and one entry per
+  HTML page the crawl recorded (``url``, RFC 3339 ``ts``, ``title``, a stable ``id``), keeping
+  only pages whose capture is in the index (a page recorded before a crash and cut by repair
+  is left out) and the first entry per URL and timestamp.
+* ``datapackage.json`` -- Frictionless Data Package, ``profile: data-package``, ``wacz_version:
+  1.1.1``, and every file with its ``path``, ``name``, ``hash`` (``sha256:``) and ``bytes``.
+  ``mainPageUrl`` / ``mainPageDate`` name the first seed's page when it was captured.
+  Dependencies go in a custom top-level key, ``archiverDependsOn`` (the summary's
+  ``depends_on``: earlier WARC files this crawl's revisits refer to), and not in a file: the spec
+  forbids custom files in ``archive/``, ``indexes/`` and ``pages/``, and py-wacz's validator
+  only accepts resources exactly two path segments deep, so a key is the portable place. Data
+  Package descriptors may carry custom properties.
+* ``datapackage-digest.json`` -- the sha256 of ``datapackage.json`` (recommended by the spec).
+
+Member names are fixed or are the crawl's own WARC file names, never anything from a URL
+(SPEC-NOTES section D). The package is written to a temporary name and renamed, so a crash never
+leaves a half-written ``.wacz`` under the final name.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import uuid
+import zipfile
+import zlib
+from collections.abc import Callable, Iterator, Mapping, Sequence
+from dataclasses import dataclass
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import IO, Any
+
+from archiver.errors import OutputError
+from archiver.run.output import Layout, read_json
+from archiver.warc.writer import warc_files
+
+WACZ_VERSION = "1.1.1"
+PAGES_FORMAT = "json-pages-1.0"
+#: Lines per ZipNum block (py-wacz's and ArchiveWeb.page's default).
+BLOCK_LINES = 1024
+INDEX_DATA = "indexes/index.cdx.gz"
+INDEX_IDX = "indexes/index.idx"
+PAGES = "pages/pages.jsonl"
+DEPENDS_KEY = "archiverDependsOn"
+_COPY = 1 << 20
+#: Source size from which a streamed member is written as ZIP64 (its final size is unknown).
+_ZIP64_HINT = 1 << 30
+
+Clock = Callable[[], datetime]
+
+
+def _utcnow() -> datetime:
+    return datetime.now(UTC)
+
+
+def rfc3339(moment: datetime) -> str:
+    return moment.astimezone(UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
+
+
+@dataclass(frozen=True, slots=True)
+class Resource:
+    """One file in the package, as ``datapackage.json`` lists it."""
+
+    path: str
+    hash: str
+    bytes: int
+
+    def to_json(self) -> dict[str, Any]:
+        # Frictionless resource names: lowercase [a-z0-9._/-], unique in the package
+        return {
+            "name": os.path.basename(self.path).lower(),
+            "path": self.path,
+            "hash": self.hash,
+            "bytes": self.bytes,
+        }
+
+
+class _HashingWriter:
+    """Writes to a ZIP member and hashes what it wrote."""
+
+    def __init__(self, out: IO[bytes]) -> None:
+        self.out = out
+        self.sha256 = hashlib.sha256()
+        self.size = 0
+
+    def write(self, data: bytes) -> None:
+        self.out.write(data)
+        self.sha256.update(data)
+        self.size += len(data)
+
+    def resource(self, path: str) -> Resource:
+        return Resource(path, "sha256:" + self.sha256.hexdigest(), self.size)
+
+
+def write_wacz(
+    crawl_dir: Path,
+    output: Path | None = None,
+    *,
+    title: str | None = None,
+    description: str | None = None,
+    software: str | None = None,
+    seeds: Sequence[str] | None = None,
+    depends_on: Sequence[Mapping[str, Any]] | None = None,
+    clock: Clock = _utcnow,
+) -> Path:
+    """Package ``crawl_dir`` (an archiver output directory) as a WACZ; returns its path.
+
+    ``output`` defaults to ``CRAWL/CRAWL-NAME.wacz``. The crawl's ``index.cdxj`` must be
+    current (the crawler builds it before calling this). ``seeds`` and ``depends_on`` default
+    to what the crawl's ``summary.json`` says (the crawler passes them, as it writes the WACZ
+    before the summary). Raises :class:`OutputError` when the crawl has no WARC files or no
+    index, or two WARC files share a name.
+    """
+    layout = Layout(crawl_dir)
+    target = output or layout.wacz
+    warcs = warc_files(layout.warcs)
+    if not warcs:
+        raise OutputError(f"{crawl_dir} has no WARC files to package")
+    if not layout.index.is_file():
+        raise OutputError(f"{crawl_dir} has no index.cdxj to package")
+    names: dict[str, Path] = {}
+    for path in warcs:
+        if path.name in names:
+            raise OutputError(f"two WARC files are named {path.name}: {names[path.name]}, {path}")
+        names[path.name] = path
+    summary = read_json(layout.summary)
+    if seeds is not None:
+        summary["seeds"] = list(seeds)
+    if depends_on is not None:
+        summary["depends_on"] = [dict(d) for d in depends_on]
+    now = clock()
+    stamp = now.astimezone(UTC).timetuple()[:6]
+    resources: list[Resource] = []
+    tmp = target.with_name(target.name + ".tmp")
+
+    def member(name: str, compress: int) -> zipfile.ZipInfo:
+        info = zipfile.ZipInfo(name, date_time=stamp)
+        info.compress_type = compress
+        info.external_attr = 0o644 << 16
+        return info
+
+    try:
+        with zipfile.ZipFile(tmp, "w", allowZip64=True) as zf:
+            for path in warcs:
+                info = member(f"archive/{path.name}", zipfile.ZIP_STORED)
+                info.file_size = path.stat().st_size  # decides ZIP64 up front
+                with open(path, "rb") as src, zf.open(info, "w") as dst:
+                    out = _HashingWriter(dst)
+                    while chunk := src.read(_COPY):
+                        out.write(chunk)
+                resources.append(out.resource(info.filename))
+            # members whose size is not known up front: ZIP64 when their source is large
+            big_index = layout.index.stat().st_size >= _ZIP64_HINT
+            idx_lines: list[str] = []
+            with zf.open(member(INDEX_DATA, zipfile.ZIP_STORED), "w", force_zip64=big_index) as dst:
+                out = _HashingWriter(dst)
+                idx_lines = _write_zipnum(layout.index, out)
+            resources.append(out.resource(INDEX_DATA))
+            with zf.open(
+                member(INDEX_IDX, zipfile.ZIP_DEFLATED), "w", force_zip64=big_index
+            ) as dst:
+                out = _HashingWriter(dst)
+                for line in idx_lines:
+                    out.write(line.encode("utf-8"))
+            resources.append(out.resource(INDEX_IDX))
+            pages = list(_pages(layout))
+            big_pages = layout.pages.is_file() and layout.pages.stat().st_size >= _ZIP64_HINT
+            with zf.open(member(PAGES, zipfile.ZIP_DEFLATED), "w", force_zip64=big_pages) as dst:
+                out = _HashingWriter(dst)
+                header = {"format": PAGES_FORMAT, "id": "pages", "title": "All Pages"}
+                out.write((json.dumps(header) + "\n").encode("utf-8"))
+                for page in pages:
+                    out.write((json.dumps(page, ensure_ascii=False) + "\n").encode("utf-8"))
+            resources.append(out.resource(PAGES))
+            package = _datapackage(
+                resources,
+                summary,
+                pages,
+                now=now,
+                title=title or crawl_dir.name,
+                description=description,
+                software=software,
+            )
+            package_bytes = json.dumps(package, indent=2).encode("utf-8")
+            zf.writestr(member("datapackage.json", zipfile.ZIP_DEFLATED), package_bytes)
+            digest = {
+                "path": "datapackage.json",
+                "hash": "sha256:" + hashlib.sha256(package_bytes).hexdigest(),
+            }
+            zf.writestr(
+                member("datapackage-digest.json", zipfile.ZIP_DEFLATED),
+                json.dumps(digest, indent=2).encode("utf-8"),
+            )
+        os.replace(tmp, target)
+    except BaseException:
+        tmp.unlink(missing_ok=True)
+        raise
+    return target
+
+
+def _write_zipnum(cdxj: Path, out: _HashingWriter) -> list[str]:
+    """The CDXJ as gzip blocks of :data:`BLOCK_LINES` lines; returns the ``.idx`` lines.
+
+    The ``.idx`` format is cdxj-indexer's ``CompressedWriter`` (py-wacz): a ``!meta 0`` line,
+    then per block ``<first key> <first timestamp> {"offset", "length", "digest"}``.
+    """
+    meta = json.dumps({"format": "cdxj-gzip-1.0", "filename": os.path.basename(INDEX_DATA)})
+    idx = [f"!meta 0 {meta}\n"]
+    offset = 0
+    block: list[str] = []
+
+    def flush() -> None:
+        nonlocal offset
+        comp = zlib.compressobj(9, zlib.DEFLATED, 16 + zlib.MAX_WBITS)
+        data = comp.compress("".join(block).encode("utf-8")) + comp.flush()
+        prefix = " ".join(block[0].split(" ", 2)[:2])
+        entry = {
+            "offset": offset,
+            "length": len(data),
+            "digest": "sha256:" + hashlib.sha256(data).hexdigest(),
+        }
+        idx.append(f"{prefix} {json.dumps(entry)}\n")
+        out.write(data)
+        offset += len(data)
+        block.clear()
+
+    with open(cdxj, encoding="utf-8") as fh:
+        for line in fh:
+            if not line.strip():
+                continue
+            block.append(line if line.endswith("\n") else line + "\n")
+            if len(block) >= BLOCK_LINES:
+                flush()
+    if block:
+        flush()
+    return idx
+
+
+def _pages(layout: Layout) -> Iterator[dict[str, Any]]:
+    """Entries of ``state/pages.jsonl`` whose capture is in the index (memory: one key per page,
+    not per capture)."""
+    entries: list[dict[str, Any]] = []
+    wanted: set[tuple[str, str]] = set()
+    try:
+        with open(layout.pages, encoding="utf-8") as fh:
+            for line in fh:
+                try:
+                    entry = json.loads(line)
+                except ValueError:
+                    continue
+                if not isinstance(entry, dict):
+                    continue
+                url, ts = entry.get("url"), entry.get("ts")
+                if isinstance(url, str) and isinstance(ts, str):
+                    wanted.add((url, _ts14(ts)))
+                    entries.append(entry)
+    except FileNotFoundError:
+        return
+    found: set[tuple[str, str]] = set()
+    with open(layout.index, encoding="utf-8") as fh:
+        for line in fh:
+            parts = line.split(" ", 2)
+            if len(parts) != 3:
+                continue
+            try:
+                url = json.loads(parts[2]).get("url")
+            except ValueError:
+                continue
+            key = (url, parts[1][:14])
+            if key in wanted:
+                found.add(key)
+    seen: set[tuple[str, str]] = set()
+    for entry in entries:
+        key = (entry["url"], _ts14(entry["ts"]))
+        if key not in found or key in seen:
+            continue
+        seen.add(key)
+        page: dict[str, Any] = {
+            "id": uuid.uuid5(uuid.NAMESPACE_URL, f"{entry['ts']} {entry['url']}").hex,
+            "url": entry["url"],
+            "ts": entry["ts"],
+        }
+        if isinstance(entry.get("title"), str) and entry["title"]:
+            page["title"] = entry["title"]
+        yield page
+
+
+def _ts14(ts: str) -> str:
+    return "".join(ch for ch in ts if ch.isdigit())[:14]
+
+
+def _datapackage(
+    resources: list[Resource],
+    summary: dict[str, Any],
+    pages: list[dict[str, Any]],
+    *,
+    now: datetime,
+    title: str,
+    description: str | None,
+    software: str | None,
+) -> dict[str, Any]:
+    package: dict[str, Any] = {
+        "profile": "data-package",
+        "wacz_version": WACZ_VERSION,
+        "title": title,
+    }
+    if description:
+        package["description"] = description
+    package["created"] = rfc3339(now)
+    package["modified"] = rfc3339(now)
+    package["software"] = software or _software()
+    seeds = summary.get("seeds")
+    if isinstance(seeds, list) and seeds and isinstance(seeds[0], str):
+        package["mainPageUrl"] = seeds[0]
+        first = next((p for p in pages if p["url"] == seeds[0]), None)
+        if first is not None:
+            package["mainPageDate"] = first["ts"]
+    package["resources"] = [r.to_json() for r in resources]
+    depends = summary.get("depends_on")
+    if isinstance(depends, list) and depends:
+        package[DEPENDS_KEY] = depends
+    return package
+
+
+def _software() -> str:
+    from archiver import __version__  # noqa: PLC0415 - leaf import, avoids a cycle
+
+    return f"archiver/{__version__}"
+
+
+__all__ = ["BLOCK_LINES", "DEPENDS_KEY", "WACZ_VERSION", "Resource", "rfc3339", "write_wacz"]

@@ -1,0 +1,185 @@
+"""structlog configuration: JSON lines to ``crawl.log.jsonl``, readable lines on a terminal.
+
+No global state: each crawl builds its own logger with :func:`crawl_logger` (structlog's
+``wrap_logger``, not ``structlog.configure``), so two crawls in one process (tests, the Python
+API) never share handlers. One event per fetch carries url, status, size, mime, duration, depth,
+via, retries and outcome (issue 9); Browsertrix's JSON-lines logs are the model.
+"""
+
+from __future__ import annotations
+
+import sys
+import threading
+import time
+from collections.abc import MutableMapping
+from pathlib import Path
+from typing import IO, Any
+
+import orjson
+import structlog
+
+from archiver.run.heritrix import HeritrixLog
+from archiver.run.output import cut_torn_line
+
+LEVELS = {"debug": 10, "info": 20, "warning": 30, "error": 40, "critical": 50}
+
+
+class _Clock:
+    """ISO 8601 UTC timestamps with milliseconds; the seconds part is formatted once a second
+    (one fetch event per URL: thousands a second on a fast crawl)."""
+
+    def __init__(self) -> None:
+        self._second = -1
+        self._text = ""
+
+    def now(self) -> str:
+        now = time.time()
+        second = int(now)
+        if second != self._second:
+            self._second = second
+            self._text = time.strftime("%Y-%m-%dT%H:%M:%S", time.gmtime(second))
+        return f"{self._text}.{int((now - second) * 1000):03d}Z"
+
+
+_iso_now = _Clock().now
+
+
+class _TeeLogger:
+    """Writes each event as a JSON line to the log file, and a readable line to the console.
+
+    ``console_level`` None means nothing goes to the console (the progress display and the
+    summary speak there instead).
+    """
+
+    def __init__(
+        self,
+        path: Path | None,
+        console: IO[str] | None,
+        console_level: int | None,
+        heritrix: Path | None = None,
+    ):
+        torn = cut_torn_line(path) if path else 0
+        self._file: IO[str] | None = open(path, "a", encoding="utf-8") if path else None  # noqa: SIM115
+        self._console = console
+        self._console_level = console_level
+        self._renderer: Any = None  # structlog's ConsoleRenderer, made when first needed
+        self._lock = threading.Lock()
+        #: --heritrix-log: the same events as crawl.log lines (fetch and some skip events)
+        self._heritrix = HeritrixLog(heritrix) if heritrix is not None else None
+        if torn:  # an earlier run was killed mid-line; its fragment is gone, say so
+            self.log(
+                {"event": "log-repaired", "removed_bytes": torn, "level": "warning",
+                 "timestamp": _iso_now()}
+            )  # fmt: skip
+
+    def log(self, event_dict: dict[str, Any]) -> None:
+        line = orjson.dumps(event_dict, default=str).decode("utf-8")
+        with self._lock:
+            if self._file is not None:
+                self._file.write(line + "\n")
+            if self._heritrix is not None:
+                self._heritrix.write_event(event_dict)
+            level = LEVELS.get(str(event_dict.get("level", "info")), 20)
+            console, threshold = self._console, self._console_level
+            if console is not None and threshold is not None and level >= threshold:
+                if self._renderer is None:
+                    import structlog.dev  # noqa: PLC0415 - slow import, rarely needed
+
+                    self._renderer = structlog.dev.ConsoleRenderer(colors=console.isatty())
+                shown = dict(event_dict)
+                shown.pop("timestamp", None)
+                console.write(str(self._renderer(None, "", shown)) + "\n")
+
+    def flush(self) -> None:
+        with self._lock:
+            if self._file is not None:
+                self._file.flush()
+
+    def close(self) -> None:
+        with self._lock:
+            if self._file is not None:
+                self._file.close()
+                self._file = None
+            if self._heritrix is not None:
+                self._heritrix.close()
+                self._heritrix = None
+
+
+def _add_timestamp(
+    _: Any, __: str, event_dict: MutableMapping[str, Any]
+) -> MutableMapping[str, Any]:
+    event_dict.setdefault("timestamp", _iso_now())
+    return event_dict
+
+
+def _add_level(
+    _: Any, method: str, event_dict: MutableMapping[str, Any]
+) -> MutableMapping[str, Any]:
+    event_dict.setdefault("level", "warning" if method == "warn" else method)
+    return event_dict
+
+
+class _Sink:
+    """The final structlog 'logger': receives the event dict, hands it to the tee."""
+
+    def __init__(self, tee: _TeeLogger) -> None:
+        self._tee = tee
+
+    def _emit(self, event_dict: dict[str, Any]) -> None:
+        self._tee.log(event_dict)
+
+    debug = info = warning = warn = error = critical = exception = msg = _emit
+
+
+def _finish(_: Any, __: str, event_dict: MutableMapping[str, Any]) -> Any:
+    return ((event_dict,), {})
+
+
+class CrawlLog:
+    """A crawl's logger and the file behind it."""
+
+    def __init__(
+        self,
+        path: Path | None,
+        *,
+        console: IO[str] | None = None,
+        console_level: str | None = None,
+        heritrix: Path | None = None,
+    ) -> None:
+        self._tee = _TeeLogger(
+            path, console, LEVELS[console_level] if console_level else None, heritrix
+        )
+        self.logger: Any = structlog.wrap_logger(
+            _Sink(self._tee),
+            processors=[_add_level, _add_timestamp, _finish],
+        )
+
+    def bind(self, **values: Any) -> Any:
+        return self.logger.bind(**values)
+
+    def flush(self) -> None:
+        self._tee.flush()
+
+    def close(self) -> None:
+        self._tee.close()
+
+
+def crawl_logger(
+    path: Path | None,
+    *,
+    quiet: bool = False,
+    verbose: int = 0,
+    console: IO[str] | None = None,
+    heritrix: Path | None = None,
+) -> CrawlLog:
+    """The logger for one crawl: file always; console for warnings, or everything with -v."""
+    level: str | None
+    if quiet:
+        level = "error"
+    elif verbose >= 2:
+        level = "debug"
+    elif verbose == 1:
+        level = "info"
+    else:
+        level = "warning"
+    return CrawlLog(path, console=console or sys.stderr, console_level=level, heritrix=heritrix)

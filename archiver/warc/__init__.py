@@ -1,0 +1,3 @@
+"""WARC 1.1 records: built from exchanges, written by the single writer, read back by the one
+reader.
+"""

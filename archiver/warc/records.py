@@ -1,0 +1,324 @@
+"""Exchange -> WARC records (WARC 1.1): pure, with the clock and record ids injectable.
+
+The records are built here and serialised by the single writer (:mod:`archiver.warc.writer`). Blocks
+are never parsed or re-serialised: the response block is the raw bytes the capture layer
+recorded, and the digests are the ones computed while those bytes streamed in. (warcio's
+``WARCWriter`` would parse and re-serialise HTTP headers and compute payload digests over chunk
+framing; SPEC-NOTES finding 2, warcio#74/#75/#128.)
+
+A capture is written as adjacent records, in this order, never split across files:
+
+1. ``response`` (or ``revisit``), the record the index points at;
+2. ``request``, with ``WARC-Concurrent-To`` naming the response (what warcio's
+   ``write_request_response_pair`` and cdxj-indexer's pairing expect, SPEC-NOTES A.6);
+3. optionally ``metadata`` (``application/warc-fields``), Concurrent-To the response: the
+   outcome of a failed TLS certificate verification, interim (1xx) responses that came before
+   the final one.
+
+All records of a capture share one ``WARC-Date`` with microseconds (WARC 1.1 section 5.4).
+"""
+
+from __future__ import annotations
+
+import base64
+import re
+import uuid
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass, field
+from datetime import UTC, datetime
+
+from archiver import digest
+from archiver.models import Exchange, Truncation
+from archiver.spool import Spool
+
+WARC_VERSION = "WARC/1.1"
+PROFILE_IDENTICAL = "http://netpreserve.org/warc/1.1/revisit/identical-payload-digest"
+PROFILE_NOT_MODIFIED = "http://netpreserve.org/warc/1.1/revisit/server-not-modified"
+CT_RESPONSE = "application/http;msgtype=response"
+CT_REQUEST = "application/http;msgtype=request"
+CT_FIELDS = "application/warc-fields"
+_MIME_SPLIT = re.compile(r"[;\s]")
+_UNSAFE_VALUE = re.compile(r"[\x00-\x1f\x7f]")
+
+IdFactory = Callable[[], str]
+Clock = Callable[[], datetime]
+
+
+def new_record_id() -> str:
+    return f"<urn:uuid:{uuid.uuid4()}>"
+
+
+def utcnow() -> datetime:
+    return datetime.now(UTC)
+
+
+def warc_date(moment: datetime) -> str:
+    """W3C-DTF in UTC with microseconds, as WARC/1.1 allows (section 5.4)."""
+    if moment.tzinfo is not UTC:
+        moment = moment.astimezone(UTC)
+    # isoformat is C code (this runs several times per capture): "…:05.000123+00:00" -> "…Z"
+    return moment.isoformat(timespec="microseconds")[:-6] + "Z"
+
+
+def timestamp14(date: str) -> str:
+    """The 14-digit CDX timestamp of a WARC-Date."""
+    return re.sub(r"\D", "", date)[:14]
+
+
+def safe_value(value: str) -> str:
+    """A WARC header value cannot carry control characters (no header injection)."""
+    return _UNSAFE_VALUE.sub(" ", value)
+
+
+@dataclass(slots=True)
+class PendingRecord:
+    """One record ready for the writer. The writer adds WARC-Warcinfo-ID and Content-Length."""
+
+    record_type: str
+    headers: list[tuple[str, str]]
+    block: bytes | Spool
+    length: int
+
+    @property
+    def record_id(self) -> str:
+        return self.get("WARC-Record-ID") or ""
+
+    def get(self, name: str) -> str | None:
+        for key, value in self.headers:
+            if key == name:
+                return value
+        return None
+
+
+@dataclass(slots=True)
+class IndexFields:
+    """What the CDXJ line of the capture's primary record says (cdxj-indexer's field rules)."""
+
+    url: str
+    mime: str | None
+    status: int | None
+    digest: str | None
+
+
+@dataclass(slots=True)
+class PendingCapture:
+    """The records of one capture, in write order, and what its index line needs."""
+
+    url: str
+    records: list[PendingRecord]
+    index: IndexFields | None
+    payload_digest: str | None = None
+    notes: dict[str, str] = field(default_factory=dict)
+
+    def close(self) -> None:
+        """Release spooled blocks (temporary files) once written or abandoned."""
+        for record in self.records:
+            if isinstance(record.block, Spool):
+                record.block.close()
+
+
+def cdx_mime(content_type: str | None) -> str | None:
+    """The CDX ``mime`` of an HTTP Content-Type, exactly as cdxj-indexer derives it: None
+    without the header, ``""`` for a header with no media type (``Content-Type:``), which
+    cdxj-indexer writes as ``"mime": ""``."""
+    if content_type is None:
+        return None
+    return _MIME_SPLIT.split(content_type, 1)[0].strip()
+
+
+@dataclass(frozen=True, slots=True)
+class Original:
+    """The earlier capture a revisit refers to."""
+
+    record_id: str | None
+    target_uri: str
+    date: str  #: its WARC-Date
+
+
+class RecordFactory:
+    """Builds the records of captures. ``new_id`` and ``clock`` are injectable for golden tests."""
+
+    def __init__(
+        self, *, algorithm: str = "sha1", new_id: IdFactory = new_record_id, clock: Clock = utcnow
+    ) -> None:
+        self.algorithm = algorithm
+        self.new_id = new_id
+        self.clock = clock
+
+    def _common(
+        self, record_type: str, record_id: str, date: str, ex: Exchange
+    ) -> list[tuple[str, str]]:
+        headers = [
+            ("WARC-Type", record_type),
+            ("WARC-Record-ID", record_id),
+            ("WARC-Date", date),
+            ("WARC-Target-URI", safe_value(ex.target_uri)),
+        ]
+        if ex.ip_address:
+            headers.append(("WARC-IP-Address", ex.ip_address))
+        headers.extend(self._protocols(ex))
+        return headers
+
+    @staticmethod
+    def _protocols(ex: Exchange) -> list[tuple[str, str]]:
+        """Repeated WARC-Protocol fields, innermost last (iipc/warc-specifications#42)."""
+        fields = []
+        status_line = _status_version(ex)
+        if status_line:
+            fields.append(("WARC-Protocol", status_line))
+        if ex.tls is not None:
+            fields.append(("WARC-Protocol", ex.tls.version))
+            if ex.tls.cipher_suite:
+                fields.append(("WARC-Cipher-Suite", ex.tls.cipher_suite))
+        return fields
+
+    def capture(self, ex: Exchange) -> PendingCapture:
+        """A full capture: response + request (+ metadata when TLS verification failed)."""
+        date = warc_date(ex.date)
+        response_id = self.new_id()
+        headers = self._common("response", response_id, date, ex)
+        if ex.truncated is not None:
+            headers.append(("WARC-Truncated", ex.truncated.value))
+        headers += [
+            ("WARC-Block-Digest", ex.block_digest),
+            ("WARC-Payload-Digest", ex.payload_digest),
+            ("Content-Type", CT_RESPONSE),
+        ]
+        response = PendingRecord("response", headers, ex.response, ex.response_length)
+        records = [response, self._request(ex, date, response_id)]
+        records.extend(self._capture_metadata(ex, date, response_id))
+        return PendingCapture(
+            url=ex.target_uri,
+            records=records,
+            index=IndexFields(
+                url=ex.target_uri,
+                mime=cdx_mime(ex.header("Content-Type")),
+                status=ex.status,
+                digest=ex.payload_digest,
+            ),
+            payload_digest=ex.payload_digest,
+        )
+
+    def revisit(
+        self, ex: Exchange, original: Original, *, profile: str = PROFILE_IDENTICAL
+    ) -> PendingCapture:
+        """A revisit: the response's header block only, pointing at an identical original.
+
+        WARC 1.1 section 6.7.2: with the identical-payload-digest profile the payload digest
+        is required; a kept header block needs ``WARC-Truncated: length``. pywb resolves the
+        original through WARC-Refers-To-Target-URI + WARC-Refers-To-Date (SPEC-NOTES A.5).
+        """
+        date = warc_date(ex.date)
+        revisit_id = self.new_id()
+        head = _header_block(ex)
+        headers = self._common("revisit", revisit_id, date, ex)
+        headers.append(("WARC-Profile", profile))
+        if original.record_id:
+            headers.append(("WARC-Refers-To", original.record_id))
+        headers += [
+            ("WARC-Refers-To-Target-URI", safe_value(original.target_uri)),
+            ("WARC-Refers-To-Date", original.date),
+            ("WARC-Truncated", Truncation.LENGTH.value),
+            ("WARC-Block-Digest", digest.digest_bytes(self.algorithm, head)),
+            ("WARC-Payload-Digest", ex.payload_digest),
+            ("Content-Type", CT_RESPONSE),
+        ]
+        revisit = PendingRecord("revisit", headers, head, len(head))
+        records = [revisit, self._request(ex, date, revisit_id)]
+        records.extend(self._capture_metadata(ex, date, revisit_id))
+        ex.response.close()  # the body is not stored: drop the spool now
+        return PendingCapture(
+            url=ex.target_uri,
+            records=records,
+            index=IndexFields(
+                url=ex.target_uri, mime="warc/revisit", status=ex.status, digest=ex.payload_digest
+            ),
+            payload_digest=ex.payload_digest,
+        )
+
+    def _request(self, ex: Exchange, date: str, concurrent_to: str) -> PendingRecord:
+        headers = self._common("request", self.new_id(), date, ex)
+        headers += [
+            ("WARC-Concurrent-To", concurrent_to),
+            ("WARC-Block-Digest", ex.request_block_digest),
+            ("WARC-Payload-Digest", ex.request_payload_digest),
+            ("Content-Type", CT_REQUEST),
+        ]
+        return PendingRecord("request", headers, ex.request, len(ex.request))
+
+    def _capture_metadata(self, ex: Exchange, date: str, concurrent_to: str) -> list[PendingRecord]:
+        """What the capture's records cannot say themselves, as one metadata record beside
+        them: a TLS certificate that failed verification, and the interim (1xx) responses
+        received before the final one (kept out of the response record so replay and
+        indexing see the final status; each one here as a readable status line and its
+        exact bytes in base64)."""
+        fields: list[tuple[str, str]] = []
+        tls = ex.tls
+        if tls is not None and not tls.verified:
+            fields.append(("tls-certificate-verified", "false"))
+            if tls.verify_error:
+                fields.append(("tls-verify-error", tls.verify_error))
+        for interim in ex.interim:
+            status_line = interim.split(b"\n", 1)[0].rstrip(b"\r").decode("latin-1")
+            fields.append(("http-interim-response", status_line))
+            fields.append(("http-interim-response-base64", base64.b64encode(interim).decode()))
+        if not fields:
+            return []
+        return [self.metadata(ex.target_uri, date, fields, concurrent_to=concurrent_to)]
+
+    def metadata(
+        self,
+        target_uri: str,
+        date: str,
+        fields: Iterable[tuple[str, str]],
+        *,
+        concurrent_to: str | None = None,
+    ) -> PendingRecord:
+        block = fields_block(fields)
+        headers = [
+            ("WARC-Type", "metadata"),
+            ("WARC-Record-ID", self.new_id()),
+            ("WARC-Date", date),
+            ("WARC-Target-URI", safe_value(target_uri)),
+        ]
+        if concurrent_to:
+            headers.append(("WARC-Concurrent-To", concurrent_to))
+        headers += [
+            ("WARC-Block-Digest", digest.digest_bytes(self.algorithm, block)),
+            ("Content-Type", CT_FIELDS),
+        ]
+        return PendingRecord("metadata", headers, block, len(block))
+
+    def warcinfo(self, filename: str, fields: Iterable[tuple[str, str]]) -> PendingRecord:
+        """The first record of every file (WARC 1.1 section 6.2, guidelines #3)."""
+        block = fields_block(fields)
+        headers = [
+            ("WARC-Type", "warcinfo"),
+            ("WARC-Record-ID", self.new_id()),
+            ("WARC-Date", warc_date(self.clock())),
+            ("WARC-Filename", filename),
+            ("WARC-Block-Digest", digest.digest_bytes(self.algorithm, block)),
+            ("Content-Type", CT_FIELDS),
+        ]
+        return PendingRecord("warcinfo", headers, block, len(block))
+
+
+def fields_block(fields: Iterable[tuple[str, str]]) -> bytes:
+    """An ``application/warc-fields`` block: ``name: value`` lines, UTF-8, no folding."""
+    lines = [f"{name}: {safe_value(str(value))}\r\n" for name, value in fields if value != ""]
+    return "".join(lines).encode("utf-8")
+
+
+def _header_block(ex: Exchange) -> bytes:
+    """The response's raw header block, up to and including the empty line."""
+    head = ex.response.head(256 * 1024)
+    match = re.search(rb"\r?\n\r?\n", head)
+    return head[: match.end()] if match else head
+
+
+def _status_version(ex: Exchange) -> str | None:
+    start = ex.response.head(16)
+    match = re.match(rb"HTTP/(\d)\.(\d)", start)
+    if match is None:
+        return None
+    return f"http/{match.group(1).decode()}.{match.group(2).decode()}"

@@ -1,0 +1,464 @@
+"""The single writer: the only code that touches WARC files.
+
+Workers hand over whole captures (:class:`~archiver.warc.records.PendingCapture`) and await the
+:class:`~archiver.models.WrittenCapture` that says where each record landed. One coroutine owns
+every file handle; the blocking work (compression, ``write``, ``fsync``) runs on one dedicated
+thread, a batch of captures per hop, so the event loop stays responsive and no two writes
+interleave.
+
+File rules (SPEC-NOTES A.8, C.1):
+
+* names ``{prefix}-{timestamp17}-{serial:05}-{host}.warc.gz`` (IIPC/Heritrix convention), written
+  as ``….warc.gz.open`` and renamed on close; files are created with ``O_EXCL`` and an existing
+  name is never overwritten (the serial moves on instead);
+* one gzip member per record (WARC 1.1 annex D), so every index offset/length slice decompresses
+  alone; ``warcinfo`` first in every file;
+* a capture is never split across files: rotation happens *before* a capture once the file has
+  reached ``max_size`` (so a file can exceed it by at most one capture);
+* durability: each batch is written with ``os.write`` straight to the file (survives a killed
+  process); the file is fsynced at least every ``fsync_interval`` seconds, at rotation and at
+  close, and the directory after the ``.open`` rename (survives power loss);
+* a write error (disk full, I/O error) truncates the file back to the last whole capture, closes
+  it, and fails every pending capture with :class:`~archiver.errors.WriteError`: loud, and no
+  half-written record is left in a closed file.
+
+For every capture's primary record the writer also appends the CDXJ line to a per-WARC journal
+(``<index_dir>/<warc name>.cdxj``), so the final index is a merge of those lines and never needs
+a second pass over the WARCs (:mod:`archiver.index.cdxj`).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import errno
+import os
+import re
+import socket
+import threading
+import time
+import types
+import zlib
+from collections.abc import Callable, Iterable
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass, field
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any, Protocol
+
+from warcio.statusandheaders import StatusAndHeaders
+
+from archiver.errors import WriteError
+from archiver.index import cdxj as index
+from archiver.models import WrittenCapture, WrittenRecord
+from archiver.spool import Spool
+from archiver.warc.records import WARC_VERSION, PendingCapture, PendingRecord, RecordFactory
+
+_zlib_impl: types.ModuleType
+try:  # a faster deflate with the same output format (standard gzip members)
+    from isal import isal_zlib
+
+    _zlib_impl, COMPRESSOR = isal_zlib, "isal"
+except ImportError:  # pragma: no cover - isal is a dependency; zlib is the fallback
+    _zlib_impl, COMPRESSOR = zlib, "zlib"
+
+OPEN_SUFFIX = ".open"
+WARC_SUFFIX = ".warc.gz"
+MAX_BATCH = 64
+FLUSH_BYTES = 4 * 1024 * 1024
+_SAFE_NAME = re.compile(r"[^A-Za-z0-9.-]+")
+_NAME = re.compile(r"^(?P<prefix>.+)-(?P<ts>\d{17})-(?P<serial>\d{5,})-(?P<host>.+)\.warc\.gz$")
+
+
+class _Compressor(Protocol):
+    def compress(self, data: bytes | bytearray | memoryview, /) -> bytes: ...
+
+    def flush(self, mode: int = ..., /) -> bytes: ...
+
+
+def safe_name_part(text: str, *, default: str = "host", limit: int = 64) -> str:
+    """A file-name part from untrusted text: ``[A-Za-z0-9.-]``, no leading dot, bounded."""
+    cleaned = _SAFE_NAME.sub("-", text).strip(".-")[:limit].strip(".-")
+    return cleaned or default
+
+
+def timestamp17(moment: datetime) -> str:
+    return moment.astimezone(UTC).strftime("%Y%m%d%H%M%S%f")[:17]
+
+
+@dataclass(frozen=True, slots=True)
+class WriterConfig:
+    directory: Path  #: where WARC files go
+    index_directory: Path  #: where the per-WARC CDXJ journals go
+    prefix: str = "ARCHIVER"
+    host: str = field(default_factory=socket.gethostname)
+    max_size: int = 1_000_000_000
+    fsync_interval: float = 5.0
+    compress_level: int = 1  #: isal levels 0-3 (zlib fallback: 1-9)
+    warcinfo_fields: tuple[tuple[str, str], ...] = ()
+
+
+@dataclass(slots=True)
+class WriterStats:
+    files: int = 0
+    records: int = 0
+    captures: int = 0
+    bytes: int = 0
+    current_file: str | None = None
+
+
+class _OpenFile:
+    """The WARC file being written, and its index journal."""
+
+    def __init__(self, path: Path, fd: int, journal: Any, warcinfo_id: str) -> None:
+        self.path = path  # with the .open suffix
+        self.fd = fd
+        self.journal = journal
+        self.warcinfo_id = warcinfo_id
+        self.size = 0
+        self.good_size = 0  #: size after the last whole record group (warcinfo or capture)
+        self.last_fsync = time.monotonic()
+
+    @property
+    def final_name(self) -> str:
+        return self.path.name.removesuffix(OPEN_SUFFIX)
+
+
+WriteFn = Callable[[int, bytes | bytearray | memoryview], int]
+
+
+class Writer:
+    """Owns the WARC files. Start it, ``await write(capture)`` from workers, ``await close()``."""
+
+    def __init__(
+        self,
+        config: WriterConfig,
+        factory: RecordFactory,
+        *,
+        write_fn: WriteFn = os.write,
+        queue_size: int = 256,
+        auto_seal: bool = True,
+    ) -> None:
+        self.config = config
+        self.factory = factory
+        self.stats = WriterStats()
+        self._write_fn = write_fn  # injectable so tests can simulate a full disk
+        self._queue: asyncio.Queue[tuple[PendingCapture, asyncio.Future[WrittenCapture]] | None]
+        self._queue = asyncio.Queue(maxsize=queue_size)
+        self._executor = ThreadPoolExecutor(max_workers=1, thread_name_prefix="warc-writer")
+        self._task: asyncio.Task[None] | None = None
+        self._file: _OpenFile | None = None
+        self._serial = self._next_serial()
+        self._failure: WriteError | None = None
+        self.closed_files: list[Path] = []
+        #: seal files as soon as they are closed (standalone use); the crawler seals itself
+        self._auto_seal = auto_seal
+        self._retired: dict[str, Path] = {}
+        self._retired_lock = threading.Lock()
+
+    # -- coroutine side ----------------------------------------------------------------------
+
+    def start(self) -> None:
+        self.config.directory.mkdir(parents=True, exist_ok=True)
+        self.config.index_directory.mkdir(parents=True, exist_ok=True)
+        self._task = asyncio.create_task(self._run(), name="warc-writer")
+
+    @property
+    def failure(self) -> WriteError | None:
+        return self._failure
+
+    async def write(self, capture: PendingCapture) -> WrittenCapture:
+        """Queue a capture and wait until it is written (flushed to the OS)."""
+        if self._failure is not None:
+            capture.close()
+            raise self._failure
+        if self._task is None or self._task.done():
+            capture.close()
+            raise WriteError("the WARC writer is not running")
+        future: asyncio.Future[WrittenCapture] = asyncio.get_running_loop().create_future()
+        await self._queue.put((capture, future))
+        return await future
+
+    async def close(self, *, drain: bool = True) -> None:
+        """Write what is queued (unless ``drain`` is False), close the file, stop the thread."""
+        if self._task is not None and not self._task.done():
+            if not drain:
+                self._discard_queued()
+            await self._queue.put(None)
+            await asyncio.shield(self._task)
+        self._discard_queued()
+        loop = asyncio.get_running_loop()
+        try:
+            await loop.run_in_executor(self._executor, self._close_file)
+        finally:
+            self._executor.shutdown(wait=True)
+
+    def _discard_queued(self) -> None:
+        while True:
+            try:
+                item = self._queue.get_nowait()
+            except asyncio.QueueEmpty:
+                return
+            if item is not None:
+                capture, future = item
+                capture.close()
+                if not future.done():
+                    future.set_exception(WriteError("the writer stopped before this capture"))
+
+    async def _run(self) -> None:
+        loop = asyncio.get_running_loop()
+        while True:
+            item = await self._queue.get()
+            if item is None:
+                return
+            batch = [item]
+            stop = False
+            while len(batch) < MAX_BATCH:
+                try:
+                    nxt = self._queue.get_nowait()
+                except asyncio.QueueEmpty:
+                    break
+                if nxt is None:
+                    stop = True
+                    break
+                batch.append(nxt)
+            captures = [capture for capture, _ in batch]
+            job = loop.run_in_executor(self._executor, self._write_batch, captures)
+            try:
+                results, error = await asyncio.shield(job)
+            except asyncio.CancelledError:
+                await asyncio.wait([job])  # never leave the thread writing unsupervised
+                raise
+            finally:
+                for capture in captures:
+                    capture.close()
+            for (_, future), result in zip(batch, results, strict=False):
+                if not future.done():
+                    future.set_result(result)
+            if error is not None:
+                self._failure = error
+                for _, future in batch[len(results) :]:
+                    if not future.done():
+                        future.set_exception(error)
+                self._discard_queued()
+            if stop:
+                return
+
+    # -- thread side ----------------------------------------------------------------------
+
+    def _name_prefix(self) -> str:
+        """The prefix as file names carry it (cleaned of anything unsafe in a name)."""
+        return safe_name_part(self.config.prefix, default="ARCHIVER")
+
+    def _next_serial(self) -> int:
+        """Continue after the highest serial already in the directory (resume-safe names)."""
+        highest = -1
+        directory = self.config.directory
+        prefix = self._name_prefix()  # as the names write it
+        if directory.is_dir():
+            for path in directory.iterdir():
+                match = _NAME.match(path.name.removesuffix(OPEN_SUFFIX))
+                if match and match.group("prefix") == prefix:
+                    highest = max(highest, int(match.group("serial")))
+        return highest + 1
+
+    def _open_new_file(self) -> _OpenFile:
+        cfg = self.config
+        host = safe_name_part(cfg.host)
+        prefix = self._name_prefix()
+        while True:
+            name = f"{prefix}-{timestamp17(self.factory.clock())}-{self._serial:05d}-{host}"
+            name += WARC_SUFFIX
+            self._serial += 1
+            final = cfg.directory / name
+            open_path = cfg.directory / (name + OPEN_SUFFIX)
+            if final.exists():
+                continue
+            try:
+                fd = os.open(open_path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o644)
+            except FileExistsError:
+                continue
+            break
+        journal_path = cfg.index_directory / (name + index.JOURNAL_SUFFIX)
+        journal = open(journal_path, "a", encoding="utf-8")  # noqa: SIM115 - closed with the file
+        info = self.factory.warcinfo(name, cfg.warcinfo_fields)
+        handle = _OpenFile(open_path, fd, journal, info.record_id)
+        try:
+            self._write_all(handle, self._member(info, handle))
+        except OSError:
+            os.close(fd)
+            journal.close()
+            open_path.unlink()  # holds no capture: nothing to keep
+            journal_path.unlink()
+            raise
+        handle.good_size = handle.size
+        self.stats.files += 1
+        self.stats.current_file = name
+        return handle
+
+    def _member(self, record: PendingRecord, handle: _OpenFile) -> bytearray:
+        """One gzip member holding exactly one record."""
+        headers = list(record.headers)
+        if record.record_type != "warcinfo":
+            headers.append(("WARC-Warcinfo-ID", handle.warcinfo_id))
+        headers.append(("Content-Length", str(record.length)))
+        head = StatusAndHeaders("", headers, protocol=WARC_VERSION).to_bytes()
+        compressor: _Compressor = _zlib_impl.compressobj(
+            self.config.compress_level, zlib.DEFLATED, 31
+        )
+        out = bytearray(compressor.compress(head))
+        block = record.block
+        if isinstance(block, Spool):
+            if block.in_memory:
+                out += compressor.compress(block.getvalue())
+            else:
+                with block.open() as reader:
+                    while chunk := reader.read(1024 * 1024):
+                        out += compressor.compress(chunk)
+        else:
+            out += compressor.compress(block)
+        out += compressor.compress(b"\r\n\r\n")
+        out += compressor.flush()
+        return out
+
+    def _write_all(self, handle: _OpenFile, data: bytes | bytearray) -> None:
+        view = memoryview(data)
+        while view:
+            written = self._write_fn(handle.fd, view)
+            if written <= 0:
+                raise OSError(errno.EIO, "write returned no progress")
+            view = view[written:]
+            handle.size += written
+            self.stats.bytes += written
+
+    def _write_batch(
+        self, captures: list[PendingCapture]
+    ) -> tuple[list[WrittenCapture], WriteError | None]:
+        """Write captures in order; on an error, report the ones written before it."""
+        results: list[WrittenCapture] = []
+        try:
+            for capture in captures:
+                results.append(self._write_capture(capture))
+            handle = self._file
+            if handle is not None:
+                handle.journal.flush()
+                if time.monotonic() - handle.last_fsync >= self.config.fsync_interval:
+                    os.fsync(handle.fd)
+                    handle.last_fsync = time.monotonic()
+        except OSError as exc:
+            self._recover_from_write_error()
+            return results, WriteError(f"cannot write WARC data: {exc.strerror or exc}")
+        return results, None
+
+    def _write_capture(self, capture: PendingCapture) -> WrittenCapture:
+        handle = self._file
+        if handle is not None and handle.size >= self.config.max_size:
+            self._close_file()
+            handle = None
+        if handle is None:
+            handle = self._file = self._open_new_file()
+        start = handle.size
+        members = [self._member(record, handle) for record in capture.records]
+        written: list[WrittenRecord] = []
+        offset = start
+        for record, member in zip(capture.records, members, strict=True):
+            written.append(
+                WrittenRecord(
+                    record_type=record.record_type,
+                    record_id=record.record_id,
+                    target_uri=record.get("WARC-Target-URI") or capture.url,
+                    date=record.get("WARC-Date") or "",
+                    filename=handle.final_name,
+                    offset=offset,
+                    length=len(member),
+                    status=capture.index.status if capture.index else None,
+                    mime=capture.index.mime if capture.index else None,
+                    payload_digest=record.get("WARC-Payload-Digest"),
+                )
+            )
+            offset += len(member)
+        self._write_all(handle, b"".join(members))
+        handle.good_size = handle.size
+        self.stats.records += len(members)
+        self.stats.captures += 1
+        result = WrittenCapture(handle.final_name, start, handle.size, tuple(written))
+        primary = result.primary
+        if primary is not None and capture.index is not None:
+            handle.journal.write(index.cdxj_line(primary, capture.index.url) + "\n")
+        return result
+
+    def _recover_from_write_error(self) -> None:
+        """Cut the file back to its last whole capture and close it, if the disk lets us."""
+        handle = self._file
+        if handle is None:
+            return
+        try:
+            os.ftruncate(handle.fd, handle.good_size)
+            handle.size = handle.good_size
+            handle.journal.flush()
+        except OSError:
+            return  # leave the .open file for repair on resume
+        with contextlib.suppress(OSError, WriteError):
+            self._close_file()
+
+    def _close_file(self) -> None:
+        """Close the current file (fsynced). It keeps its ``.open`` name until sealed."""
+        handle = self._file
+        if handle is None:
+            return
+        self._file = None
+        try:
+            handle.journal.close()
+            os.fsync(handle.fd)
+        finally:
+            os.close(handle.fd)
+        self.stats.current_file = None
+        with self._retired_lock:
+            self._retired[handle.final_name] = handle.path
+        if self._auto_seal:
+            self.seal([handle.final_name])
+
+    def retired(self) -> list[str]:
+        """Final names of closed files still called ``.open`` (written, not yet sealed)."""
+        with self._retired_lock:
+            return list(self._retired)
+
+    def seal(self, names: Iterable[str]) -> list[Path]:
+        """Rename closed files from ``.open`` to their final names, then fsync the directory.
+
+        The crawler seals a file only once the frontier has durably committed every capture in
+        it: resume repairs only ``.open`` files, so a file sealed earlier could hold captures
+        whose URLs a resumed crawl would fetch again.
+        """
+        sealed: list[Path] = []
+        with self._retired_lock:
+            for name in names:
+                path = self._retired.pop(name, None)
+                if path is None:
+                    continue
+                final = path.with_name(name)
+                if final.exists():  # never clobber: keep the .open name and say so
+                    raise WriteError(f"{final} appeared while writing {path}; left as .open")
+                os.rename(path, final)
+                sealed.append(final)
+        if sealed:
+            fsync_directory(sealed[0].parent)
+            self.closed_files.extend(sealed)
+        return sealed
+
+
+def fsync_directory(directory: Path) -> None:
+    fd = os.open(directory, os.O_RDONLY)
+    try:
+        os.fsync(fd)
+    finally:
+        os.close(fd)
+
+
+def warc_files(directory: Path, *, include_open: bool = False) -> list[Path]:
+    """The WARC files under ``directory`` (recursively), sorted by name."""
+    if not directory.is_dir():
+        return []
+    patterns: Iterable[str] = ("*.warc.gz", "*.warc.gz.open") if include_open else ("*.warc.gz",)
+    found = {path for pattern in patterns for path in directory.rglob(pattern)}
+    return sorted(found)

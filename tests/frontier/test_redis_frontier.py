@@ -1,0 +1,811 @@
+"""The Redis frontier against a real redis-server (issue 7): the Frontier protocol, several
+frontier instances standing in for several processes, lease expiry, outages.
+
+Each test uses its own crawl id on one server per module; the outage tests start their own
+persistent server so they can stop and restart it.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import itertools
+import socket
+import time
+from collections import Counter
+from collections.abc import AsyncIterator, Awaitable, Callable, Iterator
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+
+import pytest
+import redis.asyncio as aioredis
+
+from archiver.errors import FrontierError, FrontierUnavailableError
+from archiver.frontier.base import Frontier, Lease
+from archiver.frontier.redis import (
+    RedisFrontier,
+    decode_item,
+    encode_item,
+)
+from archiver.models import CrawlItem, Exchange, Outcome, TaskResult, WrittenCapture
+from archiver.policy.politeness import HostGate
+from archiver.policy.robots import CachedRobots, Robots
+from archiver.run.crawler import Crawler
+from archiver.spool import Spool
+from archiver.warc.records import Original
+from tests.conftest import fast_settings
+from tests.support.redis_server import RedisServer
+from tests.support.site import SiteServer
+from tests.support.warcs import responses
+
+DONE = TaskResult(Outcome.DONE, status=200)
+WAIT = 15.0  # upper bound for anything that should happen "soon"
+
+_ids = itertools.count()
+
+
+@pytest.fixture(scope="module")
+def server() -> Iterator[RedisServer]:
+    with RedisServer() as srv:
+        yield srv
+
+
+@pytest.fixture
+def crawl_id(request: pytest.FixtureRequest) -> str:
+    return f"{request.node.name}-{next(_ids)}"
+
+
+Factory = Callable[..., Awaitable[RedisFrontier]]
+
+
+@pytest.fixture
+async def make(server: RedisServer, crawl_id: str) -> AsyncIterator[Factory]:
+    """Open frontiers on the test's crawl; each is a separate 'process' (its own id)."""
+    opened: list[RedisFrontier] = []
+
+    async def factory(
+        *, url: str | None = None, crawl: str | None = None, **kwargs: Any
+    ) -> RedisFrontier:
+        gate = HostGate(
+            concurrency=kwargs.pop("concurrency", 2),
+            delay=kwargs.pop("delay", 0.0),
+            max_pause=kwargs.pop("max_pause", 600.0),
+            max_crawl_delay=kwargs.pop("max_crawl_delay", 30.0),
+        )
+        kwargs.setdefault("process_id", f"proc-{len(opened)}")
+        frontier = RedisFrontier(url or server.url, crawl or crawl_id, gate=gate, **kwargs)
+        await frontier.open()
+        opened.append(frontier)
+        return frontier
+
+    yield factory
+    for frontier in opened:
+        if frontier._pump_task is not None:
+            await frontier.close()
+
+
+@pytest.fixture
+async def client(server: RedisServer) -> AsyncIterator[aioredis.Redis]:
+    c = aioredis.Redis.from_url(server.url)
+    yield c
+    await c.aclose()
+
+
+def items(*urls: str) -> list[CrawlItem]:
+    return [CrawlItem(url) for url in urls]
+
+
+async def drain(
+    frontier: RedisFrontier,
+    *,
+    workers: int = 4,
+    seen: list[str] | None = None,
+    children: dict[str, list[str]] | None = None,
+) -> list[str]:
+    """Run workers until the crawl joins; returns the URLs this frontier processed."""
+    processed = seen if seen is not None else []
+
+    async def work() -> None:
+        while True:
+            lease = await frontier.get()
+            processed.append(lease.item.url)
+            if children and lease.item.url in children:
+                await frontier.put_many(items(*children[lease.item.url]))
+            await frontier.task_done(lease, DONE)
+
+    tasks = [asyncio.create_task(work()) for _ in range(workers)]
+    try:
+        async with asyncio.timeout(WAIT):
+            await frontier.join()
+    finally:
+        for task in tasks:
+            task.cancel()
+        await asyncio.gather(*tasks, return_exceptions=True)
+    assert not frontier._held  # every lease this process took was reported
+    return processed
+
+
+# -- the protocol -----------------------------------------------------------------------------
+
+
+async def test_is_a_frontier(make: Factory) -> None:
+    frontier = await make()
+    assert isinstance(frontier, Frontier)
+    assert frontier.persistent
+
+
+def test_items_round_trip() -> None:
+    item = CrawlItem("http://a.test/é?q=1", redirects_left=3, depth=2, hops="LE", via="x", tries=1)
+    assert decode_item(encode_item(item)) == item
+
+
+async def test_put_marks_seen_once(make: Factory) -> None:
+    frontier = await make()
+    assert await frontier.put(CrawlItem("http://a.test/1"))
+    assert not await frontier.put(CrawlItem("http://a.test/1"))
+    batch = items("http://a.test/2", "http://a.test/1", "http://b.test/", "http://a.test/2")
+    new = await frontier.put_many(batch)
+    assert [i.url for i in new] == ["http://a.test/2", "http://b.test/"]
+    await frontier.flush()
+    stats = frontier.statistics()
+    assert (stats.seen, stats.queued, stats.hosts) == (3, 3, 2)
+
+
+async def test_join_waits_for_children_enqueued_before_done(make: Factory) -> None:
+    frontier = await make()
+    await frontier.put_many(items("http://a.test/"))
+    tree = {
+        "http://a.test/": ["http://a.test/1", "http://b.test/1"],
+        "http://a.test/1": ["http://a.test/2", "http://a.test/"],
+        "http://b.test/1": ["http://c.test/1"],
+    }
+    processed = await drain(frontier, children=tree)
+    assert sorted(processed) == sorted(
+        [
+            "http://a.test/",
+            "http://a.test/1",
+            "http://b.test/1",
+            "http://a.test/2",
+            "http://c.test/1",
+        ]
+    )
+    stats = frontier.statistics()
+    assert (stats.done, stats.queued, stats.in_flight) == (5, 0, 0)
+
+
+async def test_outcomes_are_counted(make: Factory) -> None:
+    frontier = await make(concurrency=4)
+    await frontier.put_many(items("http://a.test/1", "http://a.test/2", "http://a.test/3"))
+    results = [
+        DONE,
+        TaskResult(Outcome.FAILED, reason="connect-error"),
+        TaskResult(Outcome.SKIPPED, reason="robots"),
+    ]
+    for result in results:
+        lease = await frontier.get()
+        await frontier.task_done(lease, result)
+    async with asyncio.timeout(WAIT):
+        await frontier.join()
+    stats = frontier.statistics()
+    assert (stats.done, stats.failed, stats.skipped) == (1, 1, 1)
+
+
+async def test_retry_comes_back_later_with_one_more_try(make: Factory) -> None:
+    frontier = await make()
+    await frontier.put(CrawlItem("http://a.test/flaky"))
+    lease = await frontier.get()
+    started = time.monotonic()
+    await frontier.task_done(lease, TaskResult(Outcome.RETRY, retry_after=0.3))
+    join = asyncio.create_task(frontier.join())
+    async with asyncio.timeout(WAIT):
+        again = await frontier.get()
+    assert time.monotonic() - started >= 0.28
+    assert again.item.url == lease.item.url and again.item.tries == 1
+    assert not join.done()  # a retry keeps the join count
+    await frontier.task_done(again, DONE)
+    async with asyncio.timeout(WAIT):
+        await join
+    assert frontier.statistics().done == 1
+
+
+async def test_per_host_slots_and_other_hosts_go_ahead(make: Factory) -> None:
+    frontier = await make(concurrency=1)
+    await frontier.put_many(items("http://a.test/1", "http://a.test/2", "http://b.test/1"))
+    first = await frontier.get()
+    second = await frontier.get()
+    assert {first.host, second.host} == {"a.test", "b.test"}  # b is not stuck behind a
+    third = asyncio.create_task(frontier.get())
+    done, _ = await asyncio.wait({third}, timeout=0.3)
+    assert not done  # a.test's only slot is taken
+    a_lease = first if first.host == "a.test" else second
+    await frontier.task_done(a_lease, DONE)
+    async with asyncio.timeout(WAIT):
+        lease = await third
+    assert lease.item.url == "http://a.test/2"
+
+
+async def test_delay_spaces_starts(make: Factory) -> None:
+    frontier = await make(concurrency=4, delay=0.2)
+    await frontier.put_many(items(*(f"http://a.test/{i}" for i in range(3))))
+    starts = []
+    for _ in range(3):
+        async with asyncio.timeout(WAIT):
+            lease = await frontier.get()
+        starts.append(time.monotonic())
+        await frontier.task_done(lease, DONE)
+    gaps = [b - a for a, b in itertools.pairwise(starts)]
+    assert min(gaps) >= 0.18, gaps
+
+
+@pytest.mark.parametrize(
+    ("result", "next_urls"),
+    [
+        (TaskResult(Outcome.DONE, status=429, retry_after=0.5), {"http://a.test/2"}),
+        # a bot challenge (a 403 here) asks every process to back off too; the URL is retried
+        (
+            TaskResult(Outcome.RETRY, status=403, reason="challenge", retry_after=0.5),
+            {"http://a.test/1", "http://a.test/2"},
+        ),
+    ],
+    ids=["429", "challenge"],
+)
+async def test_a_host_asking_to_back_off_is_paused_for_every_process(
+    make: Factory, result: TaskResult, next_urls: set[str]
+) -> None:
+    one = await make(concurrency=4)
+    two = await make(concurrency=4)
+    await one.put_many(items("http://a.test/1", "http://a.test/2"))
+    lease = await one.get()
+    paused = time.monotonic()
+    await one.task_done(lease, result)
+    await one.flush()
+    async with asyncio.timeout(WAIT):
+        nxt = await two.get()
+    assert time.monotonic() - paused >= 0.45
+    assert nxt.item.url in next_urls
+    await two.task_done(nxt, DONE)
+
+
+async def test_failures_back_off_the_host(make: Factory, client: aioredis.Redis) -> None:
+    frontier = await make(concurrency=4)
+    await frontier.put_many(items(*(f"http://down.test/{i}" for i in range(4))))
+    for _ in range(3):
+        lease = await frontier.get()
+        await frontier.task_done(lease, TaskResult(Outcome.FAILED, reason="connect-error"))
+    await frontier.flush()
+    paused, fails = await client.hmget(frontier.prefix + "host:down.test", ["pause", "fails"])
+    now = float((await client.time())[0])
+    assert fails is not None and paused is not None
+    assert int(fails) == 3
+    assert float(paused) - now > 3  # 5 s after the third failure in a row
+
+
+async def test_crawl_delay_is_shared(make: Factory) -> None:
+    one = await make(concurrency=4)
+    two = await make(concurrency=4)
+    one.set_host_delay("a.test", 0.3)
+    await one.put_many(items("http://a.test/1", "http://a.test/2"))
+    first = await two.get()
+    t0 = time.monotonic()
+    second = await two.get()
+    assert time.monotonic() - t0 >= 0.25
+    for lease in (first, second):
+        await two.task_done(lease, DONE)
+
+
+async def test_reserve_books_a_start_for_every_process(make: Factory) -> None:
+    one = await make(concurrency=4, delay=0.3)
+    two = await make(concurrency=4, delay=0.3)
+    await one.put_many(items("http://a.test/1", "http://a.test/2"))
+    lease = await one.get()  # e.g. robots.txt fetched in this lease
+    claimed = time.monotonic()
+    wait = one.reserve(lease.host)  # the page after it
+    assert 0.25 <= wait <= 0.3
+    async with asyncio.timeout(WAIT):
+        other = await two.get()
+    assert time.monotonic() - claimed >= 0.55  # spaced behind the reserved start
+    await one.task_done(lease, DONE)
+    await two.task_done(other, DONE)
+
+
+async def test_server_errors_count_as_host_failures(make: Factory, client: aioredis.Redis) -> None:
+    frontier = await make(concurrency=4)
+    await frontier.put_many(items(*(f"http://five.test/{i}" for i in range(3))))
+    for _ in range(3):
+        lease = await frontier.get()
+        await frontier.task_done(lease, TaskResult(Outcome.DONE, status=500))
+    await frontier.flush()
+    fails = await client.hget(frontier.prefix + "host:five.test", "fails")
+    assert fails is not None and int(fails) == 3
+
+
+async def test_cancelled_get_loses_nothing(make: Factory) -> None:
+    frontier = await make()
+    waiting = asyncio.create_task(frontier.get())
+    await asyncio.sleep(0)  # let it register as a waiter
+    waiting.cancel()
+    await asyncio.gather(waiting, return_exceptions=True)
+    await frontier.put(CrawlItem("http://a.test/"))
+    async with asyncio.timeout(WAIT):
+        lease = await frontier.get()
+    await frontier.task_done(lease, DONE)
+    async with asyncio.timeout(WAIT):
+        await frontier.join()
+
+
+async def test_leases_given_back_go_to_the_front(make: Factory) -> None:
+    frontier = await make(concurrency=1)
+    await frontier.put_many(items("http://a.test/1", "http://a.test/2"))
+    lease = await frontier.get()
+    frontier._give_back([lease])
+    async with asyncio.timeout(WAIT):
+        again = await frontier.get()
+    assert again.item == lease.item and again.token != lease.token
+
+
+# -- several processes ------------------------------------------------------------------------
+
+
+async def test_two_processes_share_one_crawl(make: Factory) -> None:
+    one = await make(concurrency=3)
+    two = await make(concurrency=3)
+    urls = [f"http://h{i % 5}.test/{i}" for i in range(200)]
+    assert len(await one.put_many(items(*urls))) == 200
+    assert await two.put_many(items(*urls)) == []  # the same seeds twice: harmless
+    seen_one: list[str] = []
+    seen_two: list[str] = []
+    await asyncio.gather(drain(one, seen=seen_one), drain(two, seen=seen_two))
+    assert seen_one and seen_two
+    assert sorted(seen_one + seen_two) == sorted(urls)  # every URL once, across both
+    assert one.statistics().done == two.statistics().done == 200
+
+
+async def test_per_host_concurrency_holds_across_processes(make: Factory) -> None:
+    frontiers = [await make(concurrency=2) for _ in range(3)]
+    await frontiers[0].put_many(items(*(f"http://a.test/{i}" for i in range(30))))
+    current = 0
+    highest = 0
+
+    async def work(frontier: RedisFrontier) -> None:
+        nonlocal current, highest
+        while True:
+            lease = await frontier.get()
+            current += 1
+            highest = max(highest, current)
+            # the "fetch": held while every process completes a round trip to Redis, so
+            # their pending claims are answered while this lease is in flight
+            await asyncio.gather(*(f.flush() for f in frontiers))
+            current -= 1
+            await frontier.task_done(lease, DONE)
+
+    tasks = [asyncio.create_task(work(f)) for f in frontiers for _ in range(4)]
+    try:
+        async with asyncio.timeout(WAIT):
+            await frontiers[1].join()
+    finally:
+        for task in tasks:
+            task.cancel()
+        await asyncio.gather(*tasks, return_exceptions=True)
+    assert highest == 2
+
+
+async def test_round_trips_are_batched(make: Factory, client: aioredis.Redis) -> None:
+    await client.config_resetstat()
+    frontiers = [await make(concurrency=20) for _ in range(3)]
+    urls = [f"http://h{i % 4}.test/{i}" for i in range(1500)]
+    await frontiers[0].put_many(items(*urls))
+    results = await asyncio.gather(*(drain(f, workers=8) for f in frontiers))
+    assert sorted(itertools.chain(*results)) == sorted(urls)
+    stats = await client.info("commandstats")
+    calls = stats["cmdstat_evalsha"]["calls"]
+    # unbatched, each URL costs a claim and an outcome (plus the put): 3000+ script calls
+    assert calls < len(urls), calls
+
+
+async def test_expired_lease_goes_to_another_process(make: Factory) -> None:
+    dead = await make(lease_timeout=0.6)
+    alive = await make(lease_timeout=0.6)
+    await dead.put_many(items("http://a.test/1"))
+    lost = await dead.get()
+    await dead.abandon()  # kill -9: no outcome, no release, no heartbeat
+    async with asyncio.timeout(WAIT):
+        again = await alive.get()
+    assert again.item == lost.item and again.token != lost.token
+    await alive.task_done(again, DONE)
+    async with asyncio.timeout(WAIT):
+        await alive.join()
+    assert alive.statistics().done == 1
+
+
+async def test_late_outcome_counts_once(make: Factory) -> None:
+    slow = await make(lease_timeout=0.6)
+    other = await make(lease_timeout=0.6)
+    await slow.put_many(items("http://a.test/1"))
+    first = await slow.get()
+    await slow.abandon()
+    async with asyncio.timeout(WAIT):
+        second = await other.get()  # the lease expired: fetched again
+    # the first process was only slow: its outcome arrives late, then the second one's
+    late = await make(process_id="proc-0-again", lease_timeout=0.6)
+    await late.task_done(first, DONE)
+    await late.flush()
+    await other.task_done(second, DONE)
+    async with asyncio.timeout(WAIT):
+        await other.join()
+    stats = other.statistics()
+    assert (stats.done, stats.in_flight, stats.queued) == (1, 0, 0)  # never marked done twice
+
+
+async def test_heartbeat_keeps_slow_leases(make: Factory) -> None:
+    worker = await make(lease_timeout=0.6)
+    other = await make(lease_timeout=0.6)
+    await worker.put_many(items("http://a.test/1", "http://a.test/2"))
+    lease = await worker.get()
+    other_lease = await other.get()
+    assert other_lease.item != lease.item
+    await other.task_done(other_lease, DONE)
+    # three lease timeouts later the first lease is still ours: nobody was handed it
+    stolen = asyncio.create_task(other.get())
+    done, _ = await asyncio.wait({stolen}, timeout=1.8)
+    assert not done
+    stolen.cancel()
+    await worker.task_done(lease, DONE)
+    async with asyncio.timeout(WAIT):
+        await worker.join()
+    assert worker.statistics().done == 2
+
+
+async def test_last_process_to_leave(make: Factory) -> None:
+    one = await make()
+    two = await make()
+    await one.close()
+    assert not one.last_to_leave
+    await two.close()
+    assert two.last_to_leave
+
+
+async def test_close_hands_back_unfinished_leases(make: Factory) -> None:
+    one = await make()
+    two = await make()
+    await one.put_many(items("http://a.test/1"))
+    lease = await one.get()
+    await one.close()
+    async with asyncio.timeout(2.0):  # at once, not after the lease timeout
+        again = await two.get()
+    assert again.item == lease.item
+    await two.task_done(again, DONE)
+
+
+# -- resume bookkeeping -----------------------------------------------------------------------
+
+
+def capture(filename: str, start: int, end: int) -> WrittenCapture:
+    return WrittenCapture(filename=filename, start=start, end=end)
+
+
+async def test_committed_captures_and_uncommit(make: Factory) -> None:
+    frontier = await make(concurrency=4)
+    await frontier.put_many(items("http://a.test/1", "http://a.test/2", "http://a.test/3"))
+    for start, end in ((100, 200), (200, 300)):  # one host's queue is FIFO: a.test/1, /2
+        lease = await frontier.get()
+        result = TaskResult(Outcome.DONE, captures=(capture("F.warc.gz", start, end),))
+        await frontier.task_done(lease, result)
+    await frontier.flush()
+    assert await frontier.committed_captures("F.warc.gz") == {(100, 200), (200, 300)}
+    assert await frontier.committed_captures("other.warc.gz") == set()
+    assert await frontier.uncommit_captures("F.warc.gz", 200) == 1  # a.test/2 was cut
+    assert await frontier.committed_captures("F.warc.gz") == {(100, 200)}
+    urls = await drain(frontier)
+    assert sorted(urls) == ["http://a.test/2", "http://a.test/3"]
+    assert frontier.statistics().done == 3
+
+
+async def test_commits_of_a_closed_file_are_dropped(make: Factory) -> None:
+    frontier = await make(concurrency=4)
+    await frontier.put_many(items(*(f"http://a.test/{i}" for i in range(3))))
+    for name in ("A.warc.gz", "B.warc.gz", "A.warc.gz"):  # the last outcome comes in late
+        lease = await frontier.get()
+        result = TaskResult(Outcome.DONE, captures=(capture(name, lease.token, 10**6),))
+        await frontier.task_done(lease, result)
+    await frontier.flush()
+    assert len(await frontier.committed_captures("B.warc.gz")) == 1  # the file being written
+    await frontier.forget_captures(["A.warc.gz", "B.warc.gz"])
+    assert await frontier.committed_captures("B.warc.gz") == set()
+
+
+async def test_a_restarted_process_with_the_same_id_frees_its_old_leases(make: Factory) -> None:
+    old = await make(process_id="host-1", lease_timeout=60)
+    await old.put_many(items("http://a.test/1"))
+    lease = await old.get()
+    await old.abandon()
+    new = await make(process_id="host-1", lease_timeout=60)  # same host, same pid: old is dead
+    async with asyncio.timeout(2.0):  # not after the 60 s lease timeout
+        again = await new.get()
+    assert again.item == lease.item
+    await new.task_done(again, DONE)
+
+
+async def test_a_big_put_is_split_and_keeps_order(make: Factory) -> None:
+    frontier = await make()
+    urls = [f"http://h{i % 7}.test/{i}" for i in range(2500)] + ["http://h0.test/0"]
+    new = await frontier.put_many(items(*urls))
+    assert [item.url for item in new] == urls[:2500]
+    await frontier.flush()
+    assert frontier.statistics().seen == 2500
+
+
+# -- failures -----------------------------------------------------------------------------------
+
+
+async def test_unreachable_redis_is_a_clear_error() -> None:
+    with socket.socket() as closed:  # bound, never listening: connections are refused
+        closed.bind(("127.0.0.1", 0))
+        port = closed.getsockname()[1]
+        frontier = RedisFrontier(f"redis://:secret@127.0.0.1:{port}/0", "x")
+        with pytest.raises(FrontierUnavailableError) as info:
+            await frontier.open()
+    message = str(info.value)
+    assert message.startswith(f"cannot reach Redis at redis://:***@127.0.0.1:{port}/0: ")
+    assert "\n" not in message and "secret" not in message
+
+
+async def test_lost_state_is_an_error_not_a_finished_crawl(
+    make: Factory, client: aioredis.Redis
+) -> None:
+    frontier = await make()
+    await frontier.put_many(items("http://a.test/1", "http://a.test/2"))
+    lease = await frontier.get()
+    keys = [k async for k in client.scan_iter(match=frontier.prefix + "*")]
+    await client.delete(*keys)  # what a restart without persistence looks like
+    await frontier.task_done(lease, DONE)
+    with pytest.raises(FrontierError, match="state is gone"):
+        async with asyncio.timeout(WAIT):
+            await frontier.get()
+    with pytest.raises(FrontierError):
+        await frontier.task_done(lease, DONE)
+
+
+async def test_outage_pauses_workers_and_loses_nothing(crawl_id: str) -> None:
+    server = RedisServer(persistent=True)
+    server.start()
+    frontier = RedisFrontier(
+        server.url, crawl_id, gate=HostGate(concurrency=3, delay=0.0), lease_timeout=2.0
+    )
+    try:
+        await frontier.open()
+        urls = [f"http://h{i % 3}.test/{i}" for i in range(30)]
+        await frontier.put_many(items(*urls))
+        processed: Counter[str] = Counter()
+        proceed = asyncio.Event()
+        blocked = asyncio.Event()
+        holding = 0
+
+        async def work() -> None:
+            nonlocal holding
+            while True:
+                lease = await frontier.get()
+                processed[lease.item.url] += 1
+                if sum(processed.values()) > 10 and not proceed.is_set():
+                    holding += 1
+                    if holding == 3:
+                        blocked.set()
+                    await proceed.wait()  # in flight while Redis goes away
+                await frontier.task_done(lease, DONE)
+
+        tasks = [asyncio.create_task(work()) for _ in range(3)]
+        async with asyncio.timeout(WAIT):
+            await blocked.wait()
+        await asyncio.to_thread(server.stop)
+        proceed.set()  # outcomes reported during the outage are kept
+        async with asyncio.timeout(WAIT):
+            await frontier.wait_unavailable()
+        assert not frontier.available
+        await asyncio.to_thread(server.start)
+        async with asyncio.timeout(WAIT):
+            await frontier.wait_available()
+            await frontier.join()
+        for task in tasks:
+            task.cancel()
+        await asyncio.gather(*tasks, return_exceptions=True)
+        assert sorted(processed) == sorted(urls)
+        assert set(processed.values()) == {1}  # nothing fetched twice
+        stats = frontier.statistics()
+        assert (stats.done, stats.queued, stats.in_flight) == (30, 0, 0)
+    finally:
+        await frontier.close()
+        server.cleanup()
+
+
+async def test_outage_between_two_processes_keeps_leases(crawl_id: str) -> None:
+    """After a restart every lease deadline may have passed: nobody reaps before each live
+    process had a lease timeout to renew its own."""
+    server = RedisServer(persistent=True)
+    server.start()
+    gate = HostGate(concurrency=4, delay=0.0)
+    one = RedisFrontier(server.url, crawl_id, gate=gate, lease_timeout=1.0, process_id="one")
+    two = RedisFrontier(server.url, crawl_id, gate=gate, lease_timeout=1.0, process_id="two")
+    try:
+        await one.open()
+        await two.open()
+        await one.put_many(items("http://a.test/1", "http://a.test/2"))
+        held = await one.get()
+        await asyncio.to_thread(server.stop)
+        down = time.monotonic()
+        getter = asyncio.create_task(two.get())
+        async with asyncio.timeout(WAIT):
+            await two.wait_unavailable()
+        await asyncio.sleep(max(1.5 - (time.monotonic() - down), 0))  # outlast the lease timeout
+        await asyncio.to_thread(server.start)
+        async with asyncio.timeout(WAIT):
+            other = await getter
+        assert other.item != held.item
+        stolen = asyncio.create_task(two.get())
+        done, _ = await asyncio.wait({stolen}, timeout=2.0)
+        assert not done  # one renewed its lease after the restart: not reaped
+        stolen.cancel()
+        await one.task_done(held, DONE)
+        await two.task_done(other, DONE)
+        async with asyncio.timeout(WAIT):
+            await one.join()
+        assert one.statistics().done == 2
+    finally:
+        await one.close()
+        await two.close()
+        server.cleanup()
+
+
+# -- the crawler on top ---------------------------------------------------------------------
+
+
+async def test_a_crawl_through_redis_obeys_robots_and_crawl_delay(
+    server: RedisServer, crawl_id: str, tmp_path: Path
+) -> None:
+    """The real crawler on the Redis frontier: robots.txt archived and obeyed, its
+    Crawl-delay applied to every start (set_host_delay, reserve)."""
+    async with SiteServer() as site:
+        site.add_file(
+            "/robots.txt", b"User-agent: *\nDisallow: /private\nCrawl-delay: 0.2\n", "text/plain"
+        )
+        site.add_page("/", '<a href="/a">a</a> <a href="/b">b</a> <a href="/private/x">x</a>')
+        site.add_page("/a", '<a href="/b">b</a>')
+        site.add_page("/b", "leaf")
+        settings = fast_settings(
+            tmp_path / "out", site.url("/"), robots="obey", per_host_concurrency=4
+        )
+        gate = HostGate(concurrency=4, delay=0.0)
+        frontier = RedisFrontier(server.url, crawl_id, gate=gate, settings=settings)
+        result = await Crawler(settings, frontier=frontier).run()
+        assert result.status == "completed", result.reason
+        hits = sorted(site.counters.hits, key=lambda hit: hit.started)
+    assert [hit.path for hit in hits][:2] == ["/robots.txt", "/"]
+    assert sorted(hit.path for hit in hits) == ["/", "/a", "/b", "/robots.txt"]
+    starts = [hit.started for hit in hits]
+    assert min(b - a for a, b in itertools.pairwise(starts)) >= 0.18
+    assert frontier.statistics().done == 3 and frontier.statistics().skipped == 1
+
+
+async def test_two_crawlers_on_one_redis_crawl_store_a_shared_payload_as_revisits(
+    server: RedisServer, crawl_id: str, tmp_path: Path
+) -> None:
+    """Dedup digests go through each process's pump (lookups wait for their reply, adds ride
+    the next round trip): across two crawlers of one crawl, 30 images with one payload are
+    stored in full at most once per crawler, every other copy a revisit that points at a
+    stored response."""
+    image = b"\x89PNG\r\n\x1a\n" + b"one payload" * 300
+    async with SiteServer() as site:
+        pages = [f"/p{i}" for i in range(6)]
+        site.add_page("/", "".join(f'<a href="{p}">{p}</a>' for p in pages))
+        for n, page in enumerate(pages):
+            site.add_page(page, "".join(f'<img src="/img/{n}-{i}.png">' for i in range(5)))
+            for i in range(5):
+                site.add_file(f"/img/{n}-{i}.png", image, "image/png")
+        crawlers = []
+        for name in ("one", "two"):
+            # one worker each: a payload seen before is found in Redis, not among the
+            # process's own fetches in flight
+            settings = fast_settings(
+                tmp_path / name, site.url("/"), workers=1, per_host_concurrency=2
+            )
+            gate = HostGate(concurrency=2, delay=0.0)
+            frontier = RedisFrontier(
+                server.url, crawl_id, gate=gate, settings=settings, process_id=f"test-{name}"
+            )
+            crawlers.append(Crawler(settings, frontier=frontier))
+        results = await asyncio.gather(*(crawler.run() for crawler in crawlers))
+    assert [r.status for r in results] == ["completed", "completed"], results
+    images = [
+        record
+        for name in ("one", "two")
+        for record in responses(tmp_path / name / "warcs")
+        if (record.uri or "").endswith(".png")
+    ]
+    assert len(images) == 30  # each image captured once, by one of the two
+    stored = {r.get("WARC-Record-ID"): r for r in images if r.type == "response"}
+    revisits = [r for r in images if r.type == "revisit"]
+    assert 1 <= len(stored) <= 2 and len(revisits) == 30 - len(stored)
+    for revisit in revisits:
+        assert revisit.get("WARC-Refers-To") in stored
+        original = stored[revisit.get("WARC-Refers-To")]
+        assert revisit.get("WARC-Refers-To-Target-URI") == original.get("WARC-Target-URI")
+        assert revisit.get("WARC-Payload-Digest") == original.get("WARC-Payload-Digest")
+
+
+# -- shared services ------------------------------------------------------------------------
+
+
+async def test_digest_index_first_writer_wins(make: Factory, client: aioredis.Redis) -> None:
+    first, second = await make(), await make()
+    one, two = first.digest_index(), second.digest_index()
+    assert await one.lookup("sha1:AAA") is None
+    await one.add("sha1:AAA", Original("<urn:uuid:1>", "http://a.test/", "2024-01-01T00:00:00Z"))
+    await first.flush()  # an add goes with the pump's next round trip; flush waits for it
+    assert await client.hexists(first.prefix + "digests", "sha1:AAA")
+    await two.add("sha1:AAA", Original("<urn:uuid:2>", "http://b.test/", "2024-01-02T00:00:00Z"))
+    found = await two.lookup("sha1:AAA")  # after its own add, in call order
+    assert found == Original("<urn:uuid:1>", "http://a.test/", "2024-01-01T00:00:00Z")
+    await one.add("sha1:BBB", Original("<urn:uuid:3>", "http://a.test/b", "2024-01-03T00:00:00Z"))
+    assert await one.lookup("sha1:BBB") == Original(
+        "<urn:uuid:3>", "http://a.test/b", "2024-01-03T00:00:00Z"
+    )
+
+
+async def test_robots_cache_round_trip_and_ttl(make: Factory, client: aioredis.Redis) -> None:
+    frontier = await make()
+    cache = frontier.robots_cache()
+    assert await cache.get("http://a.test") is None
+    entry = CachedRobots(
+        b"User-agent: *\nDisallow: /x\n", 200, 1700000000.25, "http://a.test/robots.txt"
+    )
+    await cache.set("http://a.test", entry)
+    await cache.set("http://b.test", CachedRobots(b"", None, 1700000001.0), ttl=60)
+    assert await cache.get("http://a.test") == entry
+    assert await cache.get("http://b.test") == CachedRobots(b"", None, 1700000001.0)
+    ttl = await client.pttl(frontier.prefix + "robots:http://a.test")
+    assert 23 * 3600 * 1000 < ttl <= 24 * 3600 * 1000
+    assert await client.pttl(frontier.prefix + "robots:http://b.test") <= 60_000
+
+
+async def test_lease_holds_item_and_host(make: Factory) -> None:
+    frontier = await make()
+    item = CrawlItem("http://a.test:8080/x", redirects_left=2, depth=3, hops="LLR", via="http://v/")
+    await frontier.put(item)
+    lease = await frontier.get()
+    assert isinstance(lease, Lease)
+    assert lease.item == item and lease.host == "a.test:8080"
+    await frontier.task_done(lease, DONE)
+
+
+async def test_processes_share_robots_txt_fetches(make: Factory) -> None:
+    """Two processes of one crawl: the first fetches (and archives) robots.txt, the second
+    parses the shared copy: same verdicts, the Crawl-delay applied, no second fetch."""
+    one, two = await make(), await make()
+    fetched: list[str] = []
+    body = b"User-agent: *\nDisallow: /private\nCrawl-delay: 3\n"
+
+    async def fetch(url: str) -> Exchange:
+        fetched.append(url)
+        response = b"HTTP/1.1 200 OK\r\nContent-Length: %d\r\n\r\n" % len(body) + body
+        return Exchange(
+            target_uri=url,
+            date=datetime.now(UTC),
+            request=b"",
+            response=Spool.from_bytes(response),
+            response_length=len(response),
+            status=200,
+            headers=[],
+            block_digest="",
+            payload_digest="",
+            payload_length=len(body),
+            request_block_digest="",
+            request_payload_digest="",
+            body=body,
+        )
+
+    delays: list[tuple[str, float]] = []
+    first = Robots(shared=one.robots_cache(), set_host_delay=lambda h, d: delays.append((h, d)))
+    second = Robots(shared=two.robots_cache(), set_host_delay=lambda h, d: delays.append((h, d)))
+    page, private = CrawlItem("http://a.test/page"), CrawlItem("http://a.test/private/x")
+    assert await first.allowed(page, fetch) and not await first.allowed(private, fetch)
+    assert await second.allowed(page, fetch) and not await second.allowed(private, fetch)
+    assert fetched == ["http://a.test/robots.txt"]
+    assert delays == [("a.test", 3.0), ("a.test", 3.0)]

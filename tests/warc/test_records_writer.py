@@ -1,0 +1,255 @@
+"""records.py and writer.py: golden record bytes with fixed ids and dates, file rules.
+
+Like warcio's own writer tests, records are built with an injected id factory and clock, so the
+serialised bytes can be compared with a literal.
+"""
+
+from __future__ import annotations
+
+import errno
+import itertools
+import os
+import zlib
+from datetime import UTC, datetime, timedelta
+from pathlib import Path
+
+import pytest
+
+from archiver import digest
+from archiver.errors import WriteError
+from archiver.models import Exchange, TlsInfo
+from archiver.spool import Spool
+from archiver.warc.records import Original, RecordFactory, fields_block
+from archiver.warc.writer import Writer, WriterConfig, safe_name_part
+from tests.support.warcs import read_records
+
+WHEN = datetime(2026, 11, 22, 10, 0, 0, 123456, tzinfo=UTC)
+
+
+def fixed_factory() -> RecordFactory:
+    counter = itertools.count(1)
+    return RecordFactory(
+        new_id=lambda: f"<urn:uuid:00000000-0000-4000-8000-{next(counter):012d}>",
+        clock=lambda: WHEN,
+    )
+
+
+def exchange(
+    response: bytes, *, body: bytes, url: str = "http://example.test/a", tls: TlsInfo | None = None
+) -> Exchange:
+    request = b"GET /a HTTP/1.1\r\nHost: example.test\r\n\r\n"
+    return Exchange(
+        target_uri=url,
+        date=WHEN,
+        request=request,
+        response=Spool.from_bytes(response),
+        response_length=len(response),
+        status=200,
+        headers=[("Content-Type", "text/plain")],
+        block_digest=digest.digest_bytes("sha1", response),
+        payload_digest=digest.digest_bytes("sha1", body),
+        payload_length=len(body),
+        request_block_digest=digest.digest_bytes("sha1", request),
+        request_payload_digest=digest.digest_bytes("sha1", b""),
+        ip_address="127.0.0.1",
+        tls=tls,
+    )
+
+
+RESPONSE = b"HTTP/1.1 200 OK\r\nContent-Type: text/plain\r\nContent-Length: 5\r\n\r\nhello"
+
+
+def serialise(path: Path) -> list[bytes]:
+    """The decompressed records of a WARC file, one per gzip member."""
+    data = path.read_bytes()
+    out = []
+    while data:
+        d = zlib.decompressobj(31)
+        out.append(d.decompress(data))
+        assert d.eof
+        data = d.unused_data
+    return out
+
+
+async def test_golden_capture_bytes(tmp_path: Path) -> None:
+    factory = fixed_factory()
+    writer = Writer(WriterConfig(tmp_path / "w", tmp_path / "j", prefix="T", host="h"), factory)
+    writer.start()
+    written = await writer.write(factory.capture(exchange(RESPONSE, body=b"hello")))
+    await writer.close()
+    (path,) = (tmp_path / "w").glob("*.warc.gz")
+    assert path.name == "T-20261122100000123-00000-h.warc.gz"
+    members = serialise(path)
+    assert len(members) == 3
+    assert members[1] == (
+        b"WARC/1.1\r\n"
+        b"WARC-Type: response\r\n"
+        b"WARC-Record-ID: <urn:uuid:00000000-0000-4000-8000-000000000001>\r\n"
+        b"WARC-Date: 2026-11-22T10:00:00.123456Z\r\n"
+        b"WARC-Target-URI: http://example.test/a\r\n"
+        b"WARC-IP-Address: 127.0.0.1\r\n"
+        b"WARC-Protocol: http/1.1\r\n"
+        b"WARC-Block-Digest: " + digest.digest_bytes("sha1", RESPONSE).encode() + b"\r\n"
+        b"WARC-Payload-Digest: sha1:VL2MMHO4YXUKFWV63YHTWSBM3GXKSQ2N\r\n"
+        b"Content-Type: application/http;msgtype=response\r\n"
+        b"WARC-Warcinfo-ID: <urn:uuid:00000000-0000-4000-8000-000000000003>\r\n"
+        b"Content-Length: 69\r\n"
+        b"\r\n" + RESPONSE + b"\r\n\r\n"
+    )
+    assert members[2].startswith(
+        b"WARC/1.1\r\nWARC-Type: request\r\n"
+        b"WARC-Record-ID: <urn:uuid:00000000-0000-4000-8000-000000000002>\r\n"
+        b"WARC-Date: 2026-11-22T10:00:00.123456Z\r\n"
+    )
+    assert b"WARC-Concurrent-To: <urn:uuid:00000000-0000-4000-8000-000000000001>\r\n" in members[2]
+    assert members[0].startswith(b"WARC/1.1\r\nWARC-Type: warcinfo\r\n")
+    assert b"WARC-Filename: T-20261122100000123-00000-h.warc.gz\r\n" in members[0]
+    assert written.records[0].offset == written.start
+    journal = (tmp_path / "j" / (path.name + ".cdxj")).read_text()
+    assert journal == (
+        'test,example)/a 20261122100000 {"url": "http://example.test/a", "mime": "text/plain", '
+        '"status": "200", "digest": "sha1:VL2MMHO4YXUKFWV63YHTWSBM3GXKSQ2N", '
+        f'"length": "{written.records[0].length}", "offset": "{written.start}", '
+        f'"filename": "{path.name}"}}\n'
+    )
+
+
+async def test_revisit_record_fields(tmp_path: Path) -> None:
+    factory = fixed_factory()
+    original = Original(
+        "<urn:uuid:orig>", "http://example.test/first", "2026-01-01T00:00:00.000001Z"
+    )
+    capture = factory.revisit(exchange(RESPONSE, body=b"hello"), original)
+    revisit = capture.records[0]
+    assert revisit.record_type == "revisit"
+    fields = dict(revisit.headers)
+    assert (
+        fields["WARC-Profile"] == "http://netpreserve.org/warc/1.1/revisit/identical-payload-digest"
+    )
+    assert fields["WARC-Refers-To"] == "<urn:uuid:orig>"
+    assert fields["WARC-Refers-To-Target-URI"] == "http://example.test/first"
+    assert fields["WARC-Refers-To-Date"] == "2026-01-01T00:00:00.000001Z"
+    assert fields["WARC-Truncated"] == "length"
+    head = RESPONSE[: RESPONSE.index(b"\r\n\r\n") + 4]
+    assert revisit.block == head
+    assert fields["WARC-Block-Digest"] == digest.digest_bytes("sha1", head)
+    assert capture.index is not None and capture.index.mime == "warc/revisit"
+
+
+def test_tls_failure_adds_metadata_record() -> None:
+    tls = TlsInfo(
+        "tls/1.3", "TLS_AES_256_GCM_SHA384", verified=False, verify_error="self-signed certificate"
+    )
+    capture = fixed_factory().capture(exchange(RESPONSE, body=b"hello", tls=tls))
+    kinds = [r.record_type for r in capture.records]
+    assert kinds == ["response", "request", "metadata"]
+    response, _, metadata = capture.records
+    assert [v for k, v in response.headers if k == "WARC-Protocol"] == ["http/1.1", "tls/1.3"]
+    assert ("WARC-Cipher-Suite", "TLS_AES_256_GCM_SHA384") in response.headers
+    assert (
+        metadata.block
+        == b"tls-certificate-verified: false\r\ntls-verify-error: self-signed certificate\r\n"
+    )
+    assert metadata.get("WARC-Payload-Digest") is None  # forbidden on metadata (WARC 1.1 table)
+
+
+def test_fields_block_cannot_inject_lines() -> None:
+    assert fields_block([("a", "x\r\nWARC-Type: evil")]) == b"a: x  WARC-Type: evil\r\n"
+
+
+async def test_rotation_never_splits_a_capture(tmp_path: Path) -> None:
+    factory = RecordFactory()
+    writer = Writer(
+        WriterConfig(tmp_path / "w", tmp_path / "j", prefix="R", host="h", max_size=50_000), factory
+    )
+    writer.start()
+    body = os.urandom(30_000)  # incompressible, ~30 KB per capture
+    response = b"HTTP/1.1 200 OK\r\nContent-Length: 30000\r\n\r\n" + body
+    for i in range(6):
+        await writer.write(
+            factory.capture(exchange(response, body=body, url=f"http://example.test/{i}"))
+        )
+    await writer.close()
+    files = sorted((tmp_path / "w").glob("*.warc.gz"))
+    assert len(files) >= 3
+    serials = [int(f.name.split("-")[2]) for f in files]
+    assert serials == sorted(set(serials))
+    for path in files:
+        records = read_records(path)
+        assert records[0].type == "warcinfo"
+        assert [r.type for r in records[1:]] == ["response", "request"] * ((len(records) - 1) // 2)
+        assert path.stat().st_size <= 50_000 + 2 * 31_000
+    assert not list((tmp_path / "w").glob("*.open"))
+
+
+async def test_open_suffix_while_writing_and_exclusive_names(tmp_path: Path) -> None:
+    factory = fixed_factory()
+    directory = tmp_path / "w"
+    directory.mkdir()
+    taken = directory / "T-20261122100000123-00000-h.warc.gz"
+    taken.write_bytes(b"someone else's file")
+    writer = Writer(WriterConfig(directory, tmp_path / "j", prefix="T", host="h"), factory)
+    writer.start()
+    await writer.write(factory.capture(exchange(RESPONSE, body=b"hello")))
+    open_files = list(directory.glob("*.warc.gz.open"))
+    assert len(open_files) == 1
+    await writer.close()
+    assert taken.read_bytes() == b"someone else's file"
+    assert not list(directory.glob("*.open"))
+    assert len(list(directory.glob("*.warc.gz"))) == 2
+
+
+async def test_serials_continue_across_runs_with_a_prefix_that_needs_cleaning(
+    tmp_path: Path,
+) -> None:
+    """Names carry the cleaned prefix ("pre fix" -> "pre-fix"); a second writer on the same
+    directory continues the serials after them (it restarted at 00000 before)."""
+    for run in range(2):  # each run's files opened in a later second: names never collide
+
+        def clock(seconds: int = run) -> datetime:
+            return WHEN + timedelta(seconds=seconds)
+
+        factory = RecordFactory(clock=clock)
+        writer = Writer(WriterConfig(tmp_path / "w", tmp_path / "j", prefix="pre fix"), factory)
+        writer.start()
+        await writer.write(factory.capture(exchange(RESPONSE, body=b"hello")))
+        await writer.close()
+    serials = sorted(p.name.split("-")[3] for p in (tmp_path / "w").glob("*.warc.gz"))
+    assert serials == ["00000", "00001"]
+
+
+async def test_write_error_is_loud_and_leaves_valid_file(tmp_path: Path) -> None:
+    budget = {"left": 3000}
+
+    def failing_write(fd: int, data: bytes | bytearray | memoryview) -> int:
+        if budget["left"] < len(data):
+            raise OSError(errno.ENOSPC, "No space left on device")
+        budget["left"] -= len(data)
+        return os.write(fd, data)
+
+    factory = RecordFactory()
+    writer = Writer(WriterConfig(tmp_path / "w", tmp_path / "j"), factory, write_fn=failing_write)
+    writer.start()
+    await writer.write(factory.capture(exchange(RESPONSE, body=b"hello")))
+    big = os.urandom(5000)
+    with pytest.raises(WriteError, match="No space left"):
+        await writer.write(factory.capture(exchange(b"HTTP/1.1 200 OK\r\n\r\n" + big, body=big)))
+    with pytest.raises(WriteError):
+        await writer.write(factory.capture(exchange(RESPONSE, body=b"hello")))
+    await writer.close()
+    (path,) = (tmp_path / "w").glob("*.warc.gz")
+    assert [r.type for r in read_records(path)] == ["warcinfo", "response", "request"]
+
+
+@pytest.mark.parametrize(
+    ("text", "expected"),
+    [
+        ("../../etc", "etc"),
+        ("a/b\0c", "a-b-c"),
+        ("x" * 300, "x" * 64),
+        ("é", "host"),
+        (".hidden", "hidden"),
+    ],
+)
+def test_safe_name_part(text: str, expected: str) -> None:
+    assert safe_name_part(text) == expected
