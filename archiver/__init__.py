@@ -9,9 +9,8 @@ Python API::
     print(result.status, result.warc_files, result.index, result.summary["captures"])
 """
 
-__version__ = "0.1.0"
-
 from archiver.config.settings import Settings, load_settings
 from archiver.run.crawler import CrawlResult, crawl
+from archiver.version import __version__
 
 __all__ = ["CrawlResult", "Settings", "__version__", "crawl", "load_settings"]

@@ -17,7 +17,6 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any, NoReturn
 
-from archiver import __version__
 from archiver.commands.progress import Display
 from archiver.config.assemble import software_string
 from archiver.config.settings import Settings, load_settings, option_name, setting_fields
@@ -32,6 +31,7 @@ from archiver.run.crawler import (
     CrawlResult,
 )
 from archiver.run.stats import human_bytes
+from archiver.version import __version__
 
 PROG = "archiver"
 
@@ -360,11 +360,11 @@ def cmd_crawl(args: argparse.Namespace) -> int:
 
 
 def cmd_index(args: argparse.Namespace) -> int:
-    from archiver.index import cdxj as index_mod  # noqa: PLC0415
+    from archiver.run.finish import index_paths  # noqa: PLC0415
 
     paths = [Path(p) for p in args.paths]
     output = Path(args.output) if args.output else None
-    count, written = index_mod.index_paths(paths, output, cdx11=args.cdx11)
+    count, written = index_paths(paths, output, cdx11=args.cdx11)
     print(f"archiver: wrote {count} index lines to {written}")
     return EXIT_OK
 
@@ -396,10 +396,10 @@ def cmd_report(args: argparse.Namespace) -> int:
 
 
 def cmd_wacz(args: argparse.Namespace) -> int:
-    from archiver.index import wacz  # noqa: PLC0415
+    from archiver.run.finish import package_crawl  # noqa: PLC0415
 
     output = Path(args.output) if args.output else None
-    written = wacz.write_wacz(Path(args.path), output, software=software_string())
+    written = package_crawl(Path(args.path), output, software=software_string())
     print(f"archiver: WACZ written to {written}")
     return EXIT_OK
 

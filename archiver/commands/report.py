@@ -26,9 +26,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from archiver import __version__
 from archiver.errors import ArchiverError
 from archiver.run.stats import human_bytes
+from archiver.version import __version__
 
 EXAMPLES_PER_REASON = 10
 HTTP_ERROR_EXAMPLES = 25

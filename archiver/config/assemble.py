@@ -13,14 +13,15 @@ import socket
 from collections.abc import Iterable
 from pathlib import Path
 
-from archiver import __version__, urls
+from archiver import urls
 from archiver.config.settings import Settings, read_lines_file
 from archiver.errors import SettingsError
 from archiver.fetch.fetcher import FetchConfig
 from archiver.policy.credentials import credential_scope
 from archiver.policy.netguard import AddressPolicy
 from archiver.policy.scope import ScopeRules, seeds_in_order
-from archiver.warc.writer import safe_name_part
+from archiver.version import __version__
+from archiver.warc.naming import safe_name_part
 
 
 def default_output(seeds: Iterable[str]) -> Path:
@@ -71,7 +72,8 @@ def scope_rules(s: Settings, seeds: tuple[str, ...]) -> ScopeRules:
 
 
 async def address_policy(s: Settings, seeds: tuple[str, ...]) -> AddressPolicy:
-    """The seeds' own addresses and ports are always allowed (SPEC-NOTES section D)."""
+    """The seeds' own addresses and ports are always allowed: a crawl of a local or intranet
+    site asked for by name is what the user wants; the SSRF guard is about where links lead."""
     policy = AddressPolicy(allow_private=s.allow_private)
     overrides = dict(s.resolve)
     loop = asyncio.get_running_loop()

@@ -1,4 +1,4 @@
-"""Payload-digest lookups for revisit records: within this crawl and against earlier crawls.
+"""Payload-digest lookups for revisit records: the one protocol, and the indexes it layers.
 
 A capture whose payload digest was already stored (same crawl, any URL; or an earlier completed
 crawl's index) is written as an identical-payload-digest ``revisit`` (WARC 1.1 section 6.7.2).
@@ -40,3 +40,30 @@ class MemoryDigestIndex:
 
     def __len__(self) -> int:
         return len(self._entries)
+
+
+class LayeredDigestIndex:
+    """This crawl's own digest index first, then earlier crawls: a payload stored earlier in
+    this run is referred to locally; new originals are added to this run's index only."""
+
+    def __init__(self, own: DigestIndex, *earlier: DigestIndex) -> None:
+        self.own = own
+        self.earlier = earlier
+
+    async def lookup(self, digest: str) -> Original | None:
+        found = await self.own.lookup(digest)
+        if found is not None:
+            return found
+        for index in self.earlier:
+            found = await index.lookup(digest)
+            if found is not None:
+                return found
+        return None
+
+    async def add(self, digest: str, original: Original) -> None:
+        await self.own.add(digest, original)
+
+    async def close(self) -> None:
+        await self.own.close()
+        for index in self.earlier:
+            await index.close()

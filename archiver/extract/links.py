@@ -21,20 +21,21 @@ Resolution and normalisation are not done here: every reference goes through
 
 Bad input never raises out of :func:`extract_html` or :func:`extract_css`: Lexbor recovers from
 any markup the way browsers do, bytes are decoded with replacement, and the number of links is
-capped (``truncated`` says so). Only :func:`decode_content` raises, for codings it cannot undo.
+capped (``truncated`` says so). Only :func:`extract` raises, for a content coding that
+:func:`archiver.extract.decoding.decode_content` cannot undo.
 """
 
 from __future__ import annotations
 
 import functools
 import re
-import zlib
 from collections.abc import Iterator
 from dataclasses import dataclass
 
 from selectolax.lexbor import LexborHTMLParser, LexborNode
 
 from archiver import urls
+from archiver.extract.decoding import decode_content
 
 MAX_LINKS = 10_000
 MAX_DECODED = 8 * 1024 * 1024
@@ -64,83 +65,6 @@ class Links:
     """True when ``max_links`` was reached and further links were dropped."""
 
 
-class ContentDecodingError(ValueError):
-    """The body's Content-Encoding is unknown or its data is corrupt; links cannot be read."""
-
-
-# --------------------------------------------------------------------------------------------
-# Content-Encoding (RFC 9110 section 8.4.1)
-
-
-_GZIP_WBITS = zlib.MAX_WBITS | 16
-_SLICE = 64 * 1024
-
-
-def decode_content(body: bytes, content_encoding: str | None, *, limit: int) -> bytes:
-    """Undo ``Content-Encoding`` so links can be read; at most ``limit`` bytes come out.
-
-    The WARC keeps the encoded bytes; this is only for extraction. Codings are listed in the
-    order they were applied (RFC 9110 section 8.4), so they are undone last first. The output
-    and every intermediate result are capped at ``limit`` bytes with ``max_length``, so a small
-    gzip of gigabytes of zeros costs ``limit`` bytes of memory and time, not gigabytes. A stream
-    cut short (the fetch hit its size cap, the server hung up) gives what could be decoded.
-    """
-    codings = [token.strip().lower() for token in (content_encoding or "").split(",")]
-    codings = [c for c in codings if c and c not in ("identity", "none")]
-    for coding in codings:
-        if coding not in ("gzip", "x-gzip", "deflate"):
-            raise ContentDecodingError(f"unsupported content-coding {coding!r}")
-    data = body
-    for coding in reversed(codings):
-        if coding == "deflate":
-            data = _inflate_deflate(data, limit)
-        else:
-            data = _inflate(data, _GZIP_WBITS, limit, coding)
-    return data if len(data) <= limit else data[:limit]
-
-
-def _inflate_deflate(data: bytes, limit: int) -> bytes:
-    """``deflate`` is zlib-wrapped (RFC 9110 section 8.4.1.2), but some servers send raw deflate
-    (RFC 1951) and every browser accepts both, so a body without a zlib header is read raw."""
-    if len(data) >= 2 and data[0] & 0x0F == 8 and ((data[0] << 8) | data[1]) % 31 == 0:
-        try:
-            return _inflate(data, zlib.MAX_WBITS, limit, "deflate")
-        except ContentDecodingError:
-            pass  # a raw stream whose first two bytes happen to look like a zlib header
-    return _inflate(data, -zlib.MAX_WBITS, limit, "deflate")
-
-
-def _inflate(data: bytes, wbits: int, limit: int, coding: str) -> bytes:
-    """Decompress with bounded output; gzip members that follow the first are read too (RFC 1952
-    section 2.2: a gzip file is a series of members), trailing garbage is ignored as browsers do.
-
-    Input goes in by slices, so zlib's copy of what it has not consumed yet (``unconsumed_tail``)
-    stays small, and ``max_length`` stops the output at ``limit``: memory is ``limit`` plus a
-    slice whatever the ratio, and the work stops as soon as the limit is reached.
-    """
-    out = bytearray()
-    view = memoryview(data)
-    start = 0
-    while start < len(data) and len(out) < limit:
-        decompressor = zlib.decompressobj(wbits)
-        position = start
-        try:
-            while position < len(data):
-                piece = view[position : position + _SLICE]
-                position += len(piece)
-                out += decompressor.decompress(piece, limit - len(out))
-                if len(out) >= limit or decompressor.eof:
-                    break
-        except zlib.error as exc:
-            raise ContentDecodingError(f"corrupt {coding} data: {exc}") from exc
-        if not decompressor.eof or wbits != _GZIP_WBITS:
-            break  # the limit, the end of a truncated stream, or the end of a zlib stream
-        start = position - len(decompressor.unused_data)
-        if data[start : start + 2] != b"\x1f\x8b":
-            break
-    return bytes(out)
-
-
 # --------------------------------------------------------------------------------------------
 # Dispatch
 
@@ -158,7 +82,8 @@ def extract(
 
     ``content_type`` is the media type without parameters. The type is checked before the body is
     decoded, so an image sent with ``br`` costs nothing and raises nothing. Raises
-    :class:`ContentDecodingError` when an HTML or CSS body cannot be decoded.
+    :class:`~archiver.extract.decoding.ContentDecodingError` when an HTML or CSS body cannot be
+    decoded.
     """
     media_type = content_type.split(";", 1)[0].strip().lower()
     if media_type in HTML_TYPES:

@@ -4,8 +4,9 @@ This module owns the aiohttp session. No aiohttp exception leaves it: transport 
 mapped to :class:`archiver.errors.FetchError` subclasses at this boundary (as httpx does), each
 with a :class:`~archiver.models.FailReason` the log and the summary count.
 
-Limits, per fetch (SPEC-NOTES section C.4): connect timeout, idle-read timeout, a wall-clock limit
-for the whole exchange (a trickling server is cut and the record marked ``WARC-Truncated: time``),
+Limits, per fetch (a hostile or broken server must not turn into a hang or an out-of-memory
+crash): connect timeout, idle-read timeout, a wall-clock limit for the whole exchange (a
+trickling server is cut and the record marked ``WARC-Truncated: time``, WARC 1.1 section 5.13),
 a body size cap (``length``), header block/line/count caps. Memory per fetch is bounded: bodies
 spool to disk past ``spool_memory`` bytes and only ``keep_body`` bytes are kept for extraction.
 
@@ -41,8 +42,8 @@ from archiver.fetch.httpframe import State
 from archiver.models import Exchange, FailReason, TlsInfo
 from archiver.policy.credentials import is_credential_header, may_send_credentials
 from archiver.policy.netguard import AddressPolicy
+from archiver.timefmt import Clock, utcnow
 from archiver.urls import scheme_host_port
-from archiver.warc.records import Clock, utcnow
 
 DEFAULT_USER_AGENT = "archiver/0.1 (+https://github.com/archiver-crawler/archiver)"
 

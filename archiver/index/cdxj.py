@@ -5,8 +5,8 @@ the offsets and lengths it just produced; building the crawl's index is then a b
 sort of those lines (external, so memory stays bounded for millions of captures), never a second
 pass over the WARC files.
 
-Lines are exactly what cdxj-indexer writes for the same records (SPEC-NOTES B.2): the key from
-``surt.surt`` (what pywb binary-searches with; B.3), the 14-digit timestamp of ``WARC-Date``, and
+Lines are exactly what cdxj-indexer writes for the same records (the CDXJ pywb reads): the key
+from ``surt.surt`` (what pywb binary-searches with), the 14-digit timestamp of ``WARC-Date``, and
 ``{"url", "mime", "status", "digest", "length", "offset", "filename"}`` as strings in that order,
 ``mime`` omitted when the response has no Content-Type (``""`` when it has an empty one),
 serialised with ``json.dumps`` defaults.
@@ -21,6 +21,7 @@ import importlib.util
 import itertools
 import json
 import os
+import re
 import sys
 import tempfile
 import types
@@ -54,13 +55,12 @@ def _import_lazily(name: str) -> None:
 _import_lazily("tldextract")
 
 import surt  # noqa: E402 - after tldextract is registered as lazy
-from warcio.archiveiterator import ArchiveIterator  # noqa: E402
 
-from archiver.errors import LockedError  # noqa: E402
 from archiver.models import WrittenRecord  # noqa: E402
-from archiver.run.output import Layout, OutputLock  # noqa: E402
-from archiver.warc import reader as warcfile  # noqa: E402
+from archiver.timefmt import timestamp14  # noqa: E402
+from archiver.warc import reader as warc_reader  # noqa: E402
 from archiver.warc.records import cdx_mime  # noqa: E402
+from archiver.warc.writer import IndexJournal  # noqa: E402
 
 JOURNAL_SUFFIX = ".cdxj"
 CDX11_LEGEND = " CDX N b a m s k r M S V g"
@@ -73,10 +73,6 @@ def surt_key(url: str) -> str:
         return str(surt.surt(url))
     except Exception:  # surt raises assorted errors on odd URLs; cdxj-indexer falls back too
         return url
-
-
-def timestamp14(warc_date: str) -> str:
-    return "".join(ch for ch in warc_date if ch.isdigit())[:14]
 
 
 def cdxj_line(record: WrittenRecord, url: str | None = None) -> str:
@@ -93,6 +89,11 @@ def cdxj_line(record: WrittenRecord, url: str | None = None) -> str:
     fields["offset"] = str(record.offset)
     fields["filename"] = record.filename
     return f"{surt_key(target)} {timestamp14(record.date)} {json.dumps(fields)}"
+
+
+def writer_journal(directory: Path) -> IndexJournal:
+    """What the WARC writer needs to journal the CDXJ line of every capture it writes."""
+    return IndexJournal(directory, JOURNAL_SUFFIX, cdxj_line)
 
 
 def cdx11_line(cdxj: str) -> str:
@@ -184,19 +185,24 @@ def build_index(
     journal_dirs: Iterable[tuple[Path, str]],
     output: Path,
     *,
+    warcs: Iterable[Path] = (),
     cdx11: Path | None = None,
 ) -> int:
-    """Merge journals into a sorted CDXJ (and optionally CDX-11); returns the line count.
+    """Merge journals (and the lines of ``warcs`` that have none, read record by record) into
+    a sorted CDXJ, and optionally a CDX-11; returns the line count.
 
     ``journal_dirs`` pairs each journal directory with the path prefix (``"warcs/"``) that makes
-    its WARC file names relative to the index's WARC root. Files are written atomically
-    (temporary name, then rename), so a crash never leaves a half-written index.
+    its WARC file names relative to the index's WARC root; the lines of ``warcs`` name the files
+    by their base names. Files are written atomically (temporary name, then rename), so a crash
+    never leaves a half-written index.
     """
 
     def all_lines() -> Iterator[str]:
         for directory, prefix in journal_dirs:
             for line in _read_lines(journals(directory)):
                 yield _relative(line, prefix) if prefix else line
+        for warc in warcs:
+            yield from scan_warc(warc)
 
     count = write_lines_atomically(output, sorted_lines(all_lines()))
     if cdx11 is not None:
@@ -205,48 +211,143 @@ def build_index(
 
 
 def scan_warc(path: Path, filename: str | None = None) -> list[str]:
-    """CDXJ lines for a WARC file that has no journal (read record by record with warcio).
+    """CDXJ lines for a WARC file that has no journal, read record by record.
 
-    Used for foreign WARCs and for files whose writer died before it closed them. Stops quietly
-    at the first unreadable record: a damaged tail has no captures worth indexing.
+    Used for foreign WARCs and for files whose writer died before it closed them. The lines are
+    what cdxj-indexer writes for the same records (its fields come from warcio's parsing, which
+    :func:`_http_fields` follows). Stops quietly at the first damaged record, as the one WARC
+    reader (:mod:`archiver.warc.reader`) finds it: a damaged tail has no captures worth
+    indexing. (cdxj-indexer reads on past a bad gzip CRC or a whole-file gzip; here those end
+    the scan.)
     """
     name = filename or path.name.removesuffix(".open")
+    # an uncompressed file's records are followed by CRLF CRLF, which warcio leaves out of
+    # the record's length (a gzip member's length is the whole member)
+    trailer = 0 if warc_reader.is_gzip(path) else 4
     lines: list[str] = []
-    with open(path, "rb") as fh:
-        iterator = ArchiveIterator(fh)
-        try:
-            for record in iterator:
-                if record.rec_type not in ("response", "revisit", "resource"):
-                    continue
-                http = record.http_headers
-                mime: str | None
-                if record.rec_type == "revisit":
-                    mime = "warc/revisit"
-                elif http is not None:
-                    mime = cdx_mime(http.get_header("Content-Type"))
-                else:
-                    mime = cdx_mime(record.rec_headers.get_header("Content-Type"))
-                status = http.get_statuscode() if http is not None else None
-                uri = record.rec_headers.get_header("WARC-Target-URI") or ""
-                record.raw_stream.read()
-                offset = iterator.get_record_offset()
-                length = iterator.get_record_length()
-                written = WrittenRecord(
-                    record_type=record.rec_type,
-                    record_id=record.rec_headers.get_header("WARC-Record-ID") or "",
-                    target_uri=uri,
-                    date=record.rec_headers.get_header("WARC-Date") or "",
-                    filename=name,
-                    offset=offset,
-                    length=length,
-                    status=int(status) if status and str(status).isdigit() else None,
-                    mime=mime,
-                    payload_digest=record.rec_headers.get_header("WARC-Payload-Digest"),
-                )
-                lines.append(cdxj_line(written))
-        except Exception:  # warcio raises assorted errors on a damaged tail; index what was read
-            pass
+    http_head: _HttpHead | None = None
+
+    def on_block(head: warc_reader.RecordHead) -> warc_reader.BlockSink | None:
+        nonlocal http_head
+        http_head = _HttpHead() if _has_http_head(head) else None
+        return http_head
+
+    for item in warc_reader.iter_records(path, on_block=on_block):
+        if isinstance(item, warc_reader.Damage):
+            break
+        kind = item.record_type
+        if (
+            kind in ("response", "revisit", "request")
+            and item.content_length
+            and (item.target_uri is None)
+        ):
+            break  # warcio fails on such a record, and cdxj-indexer with it
+        if not _indexed(kind, item.get("Content-Type")):
+            continue
+        status, content_type = _http_fields(http_head) if http_head else (None, None)
+        if kind == "revisit":
+            mime: str | None = "warc/revisit"
+        elif kind == "response":  # the HTTP Content-Type; none without an HTTP head
+            mime = cdx_mime(content_type)
+        else:  # resource, metadata: the record's own Content-Type
+            mime = cdx_mime(item.get("Content-Type"))
+        written = WrittenRecord(
+            record_type=kind,
+            record_id=item.record_id or "",
+            target_uri=_target_uri(item.target_uri),
+            date=item.date or "",
+            filename=name,
+            offset=item.offset,
+            length=item.length - trailer,
+            status=status,
+            mime=mime,
+            payload_digest=item.get("WARC-Payload-Digest"),
+        )
+        lines.append(cdxj_line(written))
     return lines
+
+
+#: Bytes of a record's block kept for its HTTP head (warcio reads it line by line, unbounded).
+MAX_HTTP_HEAD = 1 << 20
+_BLANK_LINE = re.compile(rb"(?:\A|\n)[ \t\r]*\n")
+
+
+class _HttpHead:
+    """Collects the start of a block up to the first blank line (the end of an HTTP head)."""
+
+    __slots__ = ("data", "ended")
+
+    def __init__(self) -> None:
+        self.data = bytearray()
+        self.ended = False
+
+    def __call__(self, piece: memoryview) -> None:
+        if self.ended:
+            return
+        start = max(self.data.rfind(b"\n"), 0)  # a blank line may begin in what came before
+        self.data += piece[: MAX_HTTP_HEAD - len(self.data)]
+        if len(self.data) >= MAX_HTTP_HEAD or _BLANK_LINE.search(self.data, start):
+            self.ended = True
+
+
+def _indexed(kind: str, content_type: str | None) -> bool:
+    """cdxj-indexer's default records: responses, revisits, and resources and metadata
+    records unless they are ``application/warc-fields`` (request records never)."""
+    if kind in ("response", "revisit"):
+        return True
+    return kind in ("resource", "metadata") and content_type != "application/warc-fields"
+
+
+def _has_http_head(head: warc_reader.RecordHead) -> bool:
+    """Whether warcio parses an HTTP head in this record's block (``load_http_headers``)."""
+    return (
+        head.record_type in ("response", "revisit")
+        and head.content_length > 0
+        and _target_uri(head.target_uri).startswith(("http:", "https:"))
+    )
+
+
+def _target_uri(uri: str | None) -> str:
+    """``WARC-Target-URI`` as warcio gives it: ``<…>`` unwrapped (a Wget 1.19 bug), spaces
+    percent-encoded."""
+    if uri is None:
+        return ""
+    if uri.startswith("<") and uri.endswith(">"):
+        uri = uri[1:-1]
+    return uri.replace(" ", "%20")
+
+
+def _http_fields(head: _HttpHead) -> tuple[int | None, str | None]:
+    """The status code and the first Content-Type of an HTTP head, read as warcio's
+    ``StatusAndHeadersParser`` (without verification) reads them: line by line, each line
+    decoded as UTF-8 or else ISO-8859-1 and stripped at its end; a blank line ends the head;
+    continuation lines are appended to the field before them; lines without a colon dropped."""
+    lines = iter(bytes(head.data).split(b"\n"))
+
+    def next_line() -> str:
+        raw = next(lines, b"")
+        try:
+            return raw.decode("utf-8").rstrip()
+        except UnicodeDecodeError:
+            return raw.decode("iso-8859-1").rstrip()
+
+    status_line = next_line()
+    parts = status_line.split(" ", 1)
+    code = parts[1].strip().split(" ", 1)[0] if len(parts) > 1 else ""
+    status = int(code) if code.isascii() and code.isdigit() else None
+    content_type: str | None = None
+    line = next_line() if status_line else ""  # no status line: no head at all
+    while line and content_type is None:
+        name, colon, value = line.partition(":")
+        value = value.lstrip()
+        following = next_line()
+        while following and following.startswith((" ", "\t")):
+            value += following
+            following = next_line()
+        if colon and name.rstrip(" \t").lower() == "content-type":
+            content_type = value
+        line = following
+    return status, content_type
 
 
 def truncate_journal(journal: Path, size: int) -> int:
@@ -264,110 +365,6 @@ def truncate_journal(journal: Path, size: int) -> int:
             kept.append(line)
     write_lines_atomically(journal, kept)
     return len(kept)
-
-
-def layouts(crawl_dir: Path) -> list[Layout]:
-    """The layouts writing into ``crawl_dir``: the single run's (``state/journals``), and/or
-    one per process sharing it (``state/{hostname}-{pid}/``, each with its lock; issue 7)."""
-
-    found = []
-    state = crawl_dir / "state"
-    if (state / "journals").is_dir():
-        found.append(Layout(crawl_dir))
-    if state.is_dir():
-        for child in sorted(state.iterdir()):
-            if child.is_dir() and (child / "lock").exists():
-                found.append(Layout(crawl_dir, process=child.name))
-    return found
-
-
-def journal_dirs(crawl_dir: Path) -> list[Path]:
-    """Every journal directory of a crawl directory (one per process when shared)."""
-    return [layout.journals for layout in layouts(crawl_dir) if layout.journals.is_dir()]
-
-
-def close_abandoned(crawl_dir: Path) -> list[Path]:
-    """Close ``.open`` WARCs a dead process left in ``crawl_dir``: cut to whole captures,
-    rename, and rebuild their journals by reading them. Refuses while a run holds the lock of
-    a single-run directory; in a shared one, the files of live processes are left alone.
-
-    A dead process of a Redis crawl had URLs in flight; their leases expired and other
-    processes fetched them again, so each of those may be captured twice (both whole)."""
-
-    closed: list[Path] = []
-    for layout in layouts(crawl_dir):
-        pattern = "*.warc.gz.open" if layout.process is None else f"*-{layout.process}.warc.gz.open"
-        opened = sorted(layout.warcs.rglob(pattern)) if layout.warcs.is_dir() else []
-        if not opened:
-            continue
-        lock = OutputLock(layout.lock_file)
-        try:
-            lock.acquire()
-        except LockedError:
-            if layout.process is None:
-                raise
-            continue  # a live process: its files are still being written
-        try:
-            for path in opened:
-                report = warcfile.repair(path)
-                final = path.with_name(path.name.removesuffix(".open"))
-                journal = layout.journals / (final.name + JOURNAL_SUFFIX)
-                if report.kept_size == 0:
-                    path.unlink()
-                    journal.unlink(missing_ok=True)
-                    continue
-                path.rename(final)
-                layout.journals.mkdir(parents=True, exist_ok=True)
-                lines = scan_warc(final)
-                write_lines_atomically(journal, lines)
-                closed.append(final)
-        finally:
-            lock.release()
-    return closed
-
-
-def index_paths(
-    paths: Iterable[Path], output: Path | None = None, *, cdx11: bool = False
-) -> tuple[int, Path]:
-    """``archiver index``: one sorted CDXJ over crawl directories and/or WARC files.
-
-    Crawl directories contribute their writers' journals (abandoned ``.open`` files are closed
-    first); WARC files without a journal are read record by record. File names in the index are
-    base names: the WARC files of all the inputs belong in one archive directory for replay.
-    """
-    paths = list(paths)
-    if not paths:
-        raise ValueError("no paths to index")
-    found_dirs: list[Path] = []
-    loose: list[Path] = []
-    for path in paths:
-        if path.is_dir() and journal_dirs(path):
-            close_abandoned(path)
-            here = journal_dirs(path)
-            found_dirs += here
-            journaled = {p.name.removesuffix(JOURNAL_SUFFIX) for d in here for p in journals(d)}
-            warc_dir = path / "warcs"
-            for warc in sorted(warc_dir.rglob("*.warc.gz")) if warc_dir.is_dir() else []:
-                if warc.name not in journaled:
-                    loose.append(warc)
-        elif path.is_dir():
-            loose.extend(sorted(path.rglob("*.warc.gz")))
-        else:
-            loose.append(path)
-    if output is None:
-        base = paths[0] if paths[0].is_dir() else paths[0].parent
-        output = base / "index.cdxj"
-
-    def all_lines() -> Iterator[str]:
-        for directory in found_dirs:
-            yield from _read_lines(journals(directory))
-        for warc in loose:
-            yield from scan_warc(warc)
-
-    count = write_lines_atomically(output, sorted_lines(all_lines()))
-    if cdx11:
-        write_cdx11(output, output.with_suffix(".cdx"))
-    return count, output
 
 
 def write_lines_atomically(path: Path, lines: Iterable[str]) -> int:

@@ -1,6 +1,6 @@
 """WACZ 1.1.1 packaging of a crawl directory (https://specs.webrecorder.net/wacz/1.1.1/).
 
-What goes in, and why each choice (SPEC-NOTES B.5):
+What goes in, and why each choice:
 
 * ``archive/`` -- the crawl's WARC files, ZIP ``STORE``: they are gzip already, and ReplayWeb.page
   reads records out of the ZIP by byte range, which only works on stored members.
@@ -24,9 +24,11 @@ What goes in, and why each choice (SPEC-NOTES B.5):
   Package descriptors may carry custom properties.
 * ``datapackage-digest.json`` -- the sha256 of ``datapackage.json`` (recommended by the spec).
 
-Member names are fixed or are the crawl's own WARC file names, never anything from a URL
-(SPEC-NOTES section D). The package is written to a temporary name and renamed, so a crash never
-leaves a half-written ``.wacz`` under the final name.
+Member names are fixed or are the crawl's own WARC file names, never anything from a URL (a
+crafted URL must not be able to name a path inside the package). The package is written to a
+temporary name and renamed, so a crash never leaves a half-written ``.wacz`` under the final
+name. Which crawl goes in is the caller's business (:func:`archiver.run.finish.package_crawl`):
+this module takes paths.
 """
 
 from __future__ import annotations
@@ -44,8 +46,8 @@ from pathlib import Path
 from typing import IO, Any
 
 from archiver.errors import OutputError
-from archiver.run.output import Layout, read_json
-from archiver.warc.writer import warc_files
+from archiver.timefmt import Clock, rfc3339, timestamp14, utcnow
+from archiver.version import __version__
 
 WACZ_VERSION = "1.1.1"
 PAGES_FORMAT = "json-pages-1.0"
@@ -58,16 +60,6 @@ DEPENDS_KEY = "archiverDependsOn"
 _COPY = 1 << 20
 #: Source size from which a streamed member is written as ZIP64 (its final size is unknown).
 _ZIP64_HINT = 1 << 30
-
-Clock = Callable[[], datetime]
-
-
-def _utcnow() -> datetime:
-    return datetime.now(UTC)
-
-
-def rfc3339(moment: datetime) -> str:
-    return moment.astimezone(UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
 
 
 @dataclass(frozen=True, slots=True)
@@ -105,46 +97,37 @@ class _HashingWriter:
         return Resource(path, "sha256:" + self.sha256.hexdigest(), self.size)
 
 
-def write_wacz(
-    crawl_dir: Path,
-    output: Path | None = None,
-    *,
-    title: str | None = None,
-    description: str | None = None,
-    software: str | None = None,
-    seeds: Sequence[str] | None = None,
-    depends_on: Sequence[Mapping[str, Any]] | None = None,
-    clock: Clock = _utcnow,
-) -> Path:
-    """Package ``crawl_dir`` (an archiver output directory) as a WACZ; returns its path.
+@dataclass(frozen=True, slots=True)
+class WaczContents:
+    """What goes into a package, by path, and what ``datapackage.json`` says about it."""
 
-    ``output`` defaults to ``CRAWL/CRAWL-NAME.wacz``. The crawl's ``index.cdxj`` must be
-    current (the crawler builds it before calling this). ``seeds`` and ``depends_on`` default
-    to what the crawl's ``summary.json`` says (the crawler passes them, as it writes the WACZ
-    before the summary). Raises :class:`OutputError` when the crawl has no WARC files or no
-    index, or two WARC files share a name.
+    warcs: Sequence[Path]
+    index: Path  #: the sorted CDXJ of ``warcs``
+    pages: Path | None  #: JSON lines ``{"url", "ts", "title"}`` of the HTML pages, if any
+    title: str
+    description: str | None = None
+    software: str | None = None
+    seeds: Sequence[str] = ()
+    #: the earlier WARC files revisits in ``warcs`` refer to (``archiverDependsOn``)
+    depends_on: Sequence[Mapping[str, Any]] = ()
+
+
+def write_wacz(contents: WaczContents, output: Path, *, clock: Clock = utcnow) -> Path:
+    """Package ``contents`` as the WACZ ``output``; returns its path.
+
+    Raises :class:`OutputError` when there is no WARC file or two WARC files share a name (the
+    package's ``archive/`` is flat).
     """
-    layout = Layout(crawl_dir)
-    target = output or layout.wacz
-    warcs = warc_files(layout.warcs)
-    if not warcs:
-        raise OutputError(f"{crawl_dir} has no WARC files to package")
-    if not layout.index.is_file():
-        raise OutputError(f"{crawl_dir} has no index.cdxj to package")
+    if not contents.warcs:
+        raise OutputError("no WARC files to package")
     names: dict[str, Path] = {}
-    for path in warcs:
+    for path in contents.warcs:
         if path.name in names:
             raise OutputError(f"two WARC files are named {path.name}: {names[path.name]}, {path}")
         names[path.name] = path
-    summary = read_json(layout.summary)
-    if seeds is not None:
-        summary["seeds"] = list(seeds)
-    if depends_on is not None:
-        summary["depends_on"] = [dict(d) for d in depends_on]
     now = clock()
     stamp = now.astimezone(UTC).timetuple()[:6]
-    resources: list[Resource] = []
-    tmp = target.with_name(target.name + ".tmp")
+    tmp = output.with_name(output.name + ".tmp")
 
     def member(name: str, compress: int) -> zipfile.ZipInfo:
         info = zipfile.ZipInfo(name, date_time=stamp)
@@ -154,46 +137,11 @@ def write_wacz(
 
     try:
         with zipfile.ZipFile(tmp, "w", allowZip64=True) as zf:
-            for path in warcs:
-                info = member(f"archive/{path.name}", zipfile.ZIP_STORED)
-                info.file_size = path.stat().st_size  # decides ZIP64 up front
-                with open(path, "rb") as src, zf.open(info, "w") as dst:
-                    out = _HashingWriter(dst)
-                    while chunk := src.read(_COPY):
-                        out.write(chunk)
-                resources.append(out.resource(info.filename))
-            # members whose size is not known up front: ZIP64 when their source is large
-            big_index = layout.index.stat().st_size >= _ZIP64_HINT
-            idx_lines: list[str] = []
-            with zf.open(member(INDEX_DATA, zipfile.ZIP_STORED), "w", force_zip64=big_index) as dst:
-                out = _HashingWriter(dst)
-                idx_lines = _write_zipnum(layout.index, out)
-            resources.append(out.resource(INDEX_DATA))
-            with zf.open(
-                member(INDEX_IDX, zipfile.ZIP_DEFLATED), "w", force_zip64=big_index
-            ) as dst:
-                out = _HashingWriter(dst)
-                for line in idx_lines:
-                    out.write(line.encode("utf-8"))
-            resources.append(out.resource(INDEX_IDX))
-            pages = list(_pages(layout))
-            big_pages = layout.pages.is_file() and layout.pages.stat().st_size >= _ZIP64_HINT
-            with zf.open(member(PAGES, zipfile.ZIP_DEFLATED), "w", force_zip64=big_pages) as dst:
-                out = _HashingWriter(dst)
-                header = {"format": PAGES_FORMAT, "id": "pages", "title": "All Pages"}
-                out.write((json.dumps(header) + "\n").encode("utf-8"))
-                for page in pages:
-                    out.write((json.dumps(page, ensure_ascii=False) + "\n").encode("utf-8"))
-            resources.append(out.resource(PAGES))
-            package = _datapackage(
-                resources,
-                summary,
-                pages,
-                now=now,
-                title=title or crawl_dir.name,
-                description=description,
-                software=software,
-            )
+            resources = _write_archive(zf, contents.warcs, member)
+            resources += _write_indexes(zf, contents.index, member)
+            pages = list(_pages(contents.pages, contents.index)) if contents.pages else []
+            resources.append(_write_pages(zf, pages, contents.pages, member))
+            package = _datapackage(resources, contents, pages, now=now)
             package_bytes = json.dumps(package, indent=2).encode("utf-8")
             zf.writestr(member("datapackage.json", zipfile.ZIP_DEFLATED), package_bytes)
             digest = {
@@ -204,11 +152,58 @@ def write_wacz(
                 member("datapackage-digest.json", zipfile.ZIP_DEFLATED),
                 json.dumps(digest, indent=2).encode("utf-8"),
             )
-        os.replace(tmp, target)
+        os.replace(tmp, output)
     except BaseException:
         tmp.unlink(missing_ok=True)
         raise
-    return target
+    return output
+
+
+#: Makes the ZIP entry of a member: its name and its compression.
+Member = Callable[[str, int], zipfile.ZipInfo]
+
+
+def _write_archive(zf: zipfile.ZipFile, warcs: Sequence[Path], member: Member) -> list[Resource]:
+    """``archive/``: the WARC files, stored (they are gzip already; read by byte range)."""
+    resources = []
+    for path in warcs:
+        info = member(f"archive/{path.name}", zipfile.ZIP_STORED)
+        info.file_size = path.stat().st_size  # decides ZIP64 up front
+        with open(path, "rb") as src, zf.open(info, "w") as dst:
+            out = _HashingWriter(dst)
+            while chunk := src.read(_COPY):
+                out.write(chunk)
+        resources.append(out.resource(info.filename))
+    return resources
+
+
+def _write_indexes(zf: zipfile.ZipFile, index: Path, member: Member) -> list[Resource]:
+    """``indexes/``: the CDXJ as a ZipNum index (members whose size is not known up front are
+    ZIP64 when their source is large)."""
+    big_index = index.stat().st_size >= _ZIP64_HINT
+    with zf.open(member(INDEX_DATA, zipfile.ZIP_STORED), "w", force_zip64=big_index) as dst:
+        out = _HashingWriter(dst)
+        idx_lines = _write_zipnum(index, out)
+    data = out.resource(INDEX_DATA)
+    with zf.open(member(INDEX_IDX, zipfile.ZIP_DEFLATED), "w", force_zip64=big_index) as dst:
+        out = _HashingWriter(dst)
+        for line in idx_lines:
+            out.write(line.encode("utf-8"))
+    return [data, out.resource(INDEX_IDX)]
+
+
+def _write_pages(
+    zf: zipfile.ZipFile, pages: list[dict[str, Any]], source: Path | None, member: Member
+) -> Resource:
+    """``pages/pages.jsonl``: the header line, then one entry per page."""
+    big_pages = source is not None and source.is_file() and source.stat().st_size >= _ZIP64_HINT
+    with zf.open(member(PAGES, zipfile.ZIP_DEFLATED), "w", force_zip64=big_pages) as dst:
+        out = _HashingWriter(dst)
+        header = {"format": PAGES_FORMAT, "id": "pages", "title": "All Pages"}
+        out.write((json.dumps(header) + "\n").encode("utf-8"))
+        for page in pages:
+            out.write((json.dumps(page, ensure_ascii=False) + "\n").encode("utf-8"))
+    return out.resource(PAGES)
 
 
 def _write_zipnum(cdxj: Path, out: _HashingWriter) -> list[str]:
@@ -249,13 +244,13 @@ def _write_zipnum(cdxj: Path, out: _HashingWriter) -> list[str]:
     return idx
 
 
-def _pages(layout: Layout) -> Iterator[dict[str, Any]]:
-    """Entries of ``state/pages.jsonl`` whose capture is in the index (memory: one key per page,
-    not per capture)."""
+def _pages(source: Path, index: Path) -> Iterator[dict[str, Any]]:
+    """Entries of the page list whose capture is in the index (memory: one key per page, not
+    per capture)."""
     entries: list[dict[str, Any]] = []
     wanted: set[tuple[str, str]] = set()
     try:
-        with open(layout.pages, encoding="utf-8") as fh:
+        with open(source, encoding="utf-8") as fh:
             for line in fh:
                 try:
                     entry = json.loads(line)
@@ -265,12 +260,12 @@ def _pages(layout: Layout) -> Iterator[dict[str, Any]]:
                     continue
                 url, ts = entry.get("url"), entry.get("ts")
                 if isinstance(url, str) and isinstance(ts, str):
-                    wanted.add((url, _ts14(ts)))
+                    wanted.add((url, timestamp14(ts)))
                     entries.append(entry)
     except FileNotFoundError:
         return
     found: set[tuple[str, str]] = set()
-    with open(layout.index, encoding="utf-8") as fh:
+    with open(index, encoding="utf-8") as fh:
         for line in fh:
             parts = line.split(" ", 2)
             if len(parts) != 3:
@@ -284,7 +279,7 @@ def _pages(layout: Layout) -> Iterator[dict[str, Any]]:
                 found.add(key)
     seen: set[tuple[str, str]] = set()
     for entry in entries:
-        key = (entry["url"], _ts14(entry["ts"]))
+        key = (entry["url"], timestamp14(entry["ts"]))
         if key not in found or key in seen:
             continue
         seen.add(key)
@@ -298,47 +293,32 @@ def _pages(layout: Layout) -> Iterator[dict[str, Any]]:
         yield page
 
 
-def _ts14(ts: str) -> str:
-    return "".join(ch for ch in ts if ch.isdigit())[:14]
-
-
 def _datapackage(
     resources: list[Resource],
-    summary: dict[str, Any],
+    contents: WaczContents,
     pages: list[dict[str, Any]],
     *,
     now: datetime,
-    title: str,
-    description: str | None,
-    software: str | None,
 ) -> dict[str, Any]:
     package: dict[str, Any] = {
         "profile": "data-package",
         "wacz_version": WACZ_VERSION,
-        "title": title,
+        "title": contents.title,
     }
-    if description:
-        package["description"] = description
+    if contents.description:
+        package["description"] = contents.description
     package["created"] = rfc3339(now)
     package["modified"] = rfc3339(now)
-    package["software"] = software or _software()
-    seeds = summary.get("seeds")
-    if isinstance(seeds, list) and seeds and isinstance(seeds[0], str):
-        package["mainPageUrl"] = seeds[0]
-        first = next((p for p in pages if p["url"] == seeds[0]), None)
+    package["software"] = contents.software or f"archiver/{__version__}"
+    if contents.seeds:
+        package["mainPageUrl"] = contents.seeds[0]
+        first = next((p for p in pages if p["url"] == contents.seeds[0]), None)
         if first is not None:
             package["mainPageDate"] = first["ts"]
     package["resources"] = [r.to_json() for r in resources]
-    depends = summary.get("depends_on")
-    if isinstance(depends, list) and depends:
-        package[DEPENDS_KEY] = depends
+    if contents.depends_on:
+        package[DEPENDS_KEY] = [dict(d) for d in contents.depends_on]
     return package
 
 
-def _software() -> str:
-    from archiver import __version__  # noqa: PLC0415 - leaf import, avoids a cycle
-
-    return f"archiver/{__version__}"
-
-
-__all__ = ["BLOCK_LINES", "DEPENDS_KEY", "WACZ_VERSION", "Resource", "rfc3339", "write_wacz"]
+__all__ = ["BLOCK_LINES", "DEPENDS_KEY", "WACZ_VERSION", "Resource", "WaczContents", "write_wacz"]

@@ -18,10 +18,24 @@ code together with a body marker that only its challenge page contains.
 
 from __future__ import annotations
 
+import contextlib
 from collections.abc import Callable
+
+from archiver.extract.decoding import ContentDecodingError, decode_content
+from archiver.models import Exchange
 
 #: only the start of a body is searched for markers (challenge pages are small)
 BODY_PREFIX = 64 * 1024
+
+
+def provider(ex: Exchange) -> str | None:
+    """:func:`detect` on a fetched exchange, its body content-decoded when it can be (only a
+    403 or a 503 has its body looked at)."""
+    body = ex.body if ex.status in (403, 503) else None
+    if body:
+        with contextlib.suppress(ContentDecodingError):  # else: the bytes as sent
+            body = decode_content(body, ex.header("Content-Encoding"), limit=BODY_PREFIX)
+    return detect(ex.status, ex.header, body)
 
 
 def detect(status: int, header: Callable[[str], str | None], body: bytes | None) -> str | None:

@@ -2,8 +2,8 @@
 are kept out of what a crawl publishes.
 
 A crawl of a members-only site is run with ``--header "Authorization: Bearer …"`` or
-``--header "Cookie: session=…"``. Two leaks follow unless the crawler takes care (SPEC-NOTES D,
-"Secrets" and "TLS"):
+``--header "Cookie: session=…"``. Two leaks follow unless the crawler takes care (the same rules
+as RFC 6265 section 5.4's cookie scoping and curl's dropping ``Authorization`` on a redirect):
 
 * **sending** the credential to every host the crawl touches: the CDN of the page's images, a
   redirect target on another site, a host whose TLS certificate failed verification. Browsers

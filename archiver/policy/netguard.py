@@ -1,9 +1,9 @@
 """The SSRF guard's decision: may the crawler connect to this address and port? (pure)
 
 Links and redirects are written by the sites being crawled, so a crawl running on a server must
-never be steered into the network it runs in (SPEC-NOTES section D). The decision is taken on the
-*resolved* address at connect time (see :mod:`archiver.fetch.fetcher`), which also defeats DNS
-rebinding.
+never be steered into the network it runs in (server-side request forgery, OWASP SSRF). The
+decision is taken on the *resolved* address at connect time (see :mod:`archiver.fetch.fetcher`),
+which also defeats DNS rebinding.
 
 Refused unless allowed: loopback, RFC 1918 private, CGNAT ``100.64.0.0/10`` (Alibaba's metadata
 service lives there), link-local ``169.254.0.0/16`` (cloud metadata ``169.254.169.254``),

@@ -57,7 +57,7 @@ from protego import Protego
 
 from archiver import urls
 from archiver.errors import BlockedAddressError, FetchError
-from archiver.extract.links import ContentDecodingError, decode_content
+from archiver.extract.decoding import ContentDecodingError, decode_content
 from archiver.models import CrawlItem, Exchange, Truncation
 
 #: Fetch a URL and archive the exchange as part of the current lease (the crawler's

@@ -27,7 +27,7 @@ from dataclasses import dataclass, field
 from xml.parsers import expat
 
 from archiver import urls
-from archiver.extract.links import ContentDecodingError, decode_content
+from archiver.extract.decoding import ContentDecodingError, decode_content
 from archiver.models import MAX_REDIRECTS, CrawlItem, Exchange, Hop
 
 #: The discovery-path letter of a sitemap document (Heritrix's ``Hop.MANIFEST``). Proposed as

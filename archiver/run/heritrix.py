@@ -36,6 +36,7 @@ from types import TracebackType
 from typing import IO, Any, Self
 
 from archiver.run.output import cut_torn_line
+from archiver.timefmt import timestamp17
 
 #: Heritrix fetch status codes for fetches that produced no HTTP response, by archiver's
 #: :class:`~archiver.models.FailReason` value. Heritrix codes: -2 HTTP connect failed, -3 HTTP
@@ -107,12 +108,6 @@ def log_timestamp(moment: datetime) -> str:
     """Field 1: ``2024-01-02T03:04:05.678Z`` (Heritrix's ``getLog17Date``)."""
     moment = moment.astimezone(UTC)
     return moment.strftime("%Y-%m-%dT%H:%M:%S.") + f"{moment.microsecond // 1000:03d}Z"
-
-
-def timestamp17(moment: datetime) -> str:
-    """``yyyyMMddHHmmssSSS`` in UTC (Heritrix's ``get17DigitDate``)."""
-    moment = moment.astimezone(UTC)
-    return moment.strftime("%Y%m%d%H%M%S") + f"{moment.microsecond // 1000:03d}"
 
 
 def discovery_path(hops: str | None) -> str:

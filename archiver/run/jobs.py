@@ -14,7 +14,7 @@ Rules, and why:
 * **One run at a time.** ``job.lock`` is taken (``flock``, released by the kernel if the process
   dies) before anything is read or written, so a daily timer that fires while yesterday's run is
   still going makes the new process exit at once with a "locked" error (exit 4) instead of two
-  runs writing one job (SPEC-NOTES section D).
+  runs writing one job.
 * **A run directory per run**, named by its UTC start time (``%Y%m%dT%H%M%SZ``, sortable; a
   ``-N`` suffix if two runs start in one second).
 * **Interrupted runs are resumed.** When the newest run stopped resumably (``interrupted``, or
@@ -47,10 +47,10 @@ from pathlib import Path
 from typing import Any
 
 from archiver.config.settings import Settings
-from archiver.dedup.previous import PREVIOUS, USABLE_STATUSES, crawl_status
+from archiver.dedup.sources import PREVIOUS, USABLE_STATUSES, crawl_status
 from archiver.errors import LockedError
 from archiver.run.output import OutputLock
-from archiver.warc.writer import safe_name_part
+from archiver.warc.naming import safe_name_part
 
 RUN_FORMAT = "%Y%m%dT%H%M%SZ"
 #: Statuses of a run that the next invocation continues.

@@ -3,7 +3,7 @@
 No global state: each crawl builds its own logger with :func:`crawl_logger` (structlog's
 ``wrap_logger``, not ``structlog.configure``), so two crawls in one process (tests, the Python
 API) never share handlers. One event per fetch carries url, status, size, mime, duration, depth,
-via, retries and outcome (issue 9); Browsertrix's JSON-lines logs are the model.
+via, retries and outcome; Browsertrix's JSON-lines logs are the model.
 """
 
 from __future__ import annotations

@@ -13,7 +13,7 @@
       state/journals/*.cdxj    per-WARC index lines written by the writer
       state/lock               held while a run writes here
 
-With a Redis frontier (issue 7) the processes of one crawl on one machine share the directory:
+With a Redis frontier the processes of one crawl on one machine share the directory:
 ``warcs/`` and ``index.cdxj`` (merged by the last process to leave, or ``archiver index``) are
 shared, and each process keeps its own state, log and summary in ``state/{hostname}-{pid}/``
 (``Layout(root, process=...)``); its WARC names carry the same ``{hostname}-{pid}``.
@@ -124,6 +124,25 @@ class Layout:
     @property
     def pages(self) -> Path:
         return self.state / "pages.jsonl"
+
+
+def layouts(crawl_dir: Path) -> list[Layout]:
+    """The layouts writing into ``crawl_dir``: the single run's (``state/journals``), and/or
+    one per process sharing it (``state/{hostname}-{pid}/``, each with its lock)."""
+    found = []
+    state = crawl_dir / "state"
+    if (state / "journals").is_dir():
+        found.append(Layout(crawl_dir))
+    if state.is_dir():
+        for child in sorted(state.iterdir()):
+            if child.is_dir() and (child / "lock").exists():
+                found.append(Layout(crawl_dir, process=child.name))
+    return found
+
+
+def journal_dirs(crawl_dir: Path) -> list[Path]:
+    """Every journal directory of a crawl directory (one per process when shared)."""
+    return [layout.journals for layout in layouts(crawl_dir) if layout.journals.is_dir()]
 
 
 class OutputLock:

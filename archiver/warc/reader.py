@@ -1,8 +1,9 @@
 """Reading WARC files member by member, trusting nothing; cutting a damaged tail to whole captures.
 
 warcio and cdxj-indexer both exit 0 on a ``.warc.gz`` whose last gzip member was cut short by a
-crash, and cdxj-indexer even indexes the damaged record (SPEC-NOTES finding 4). So this module
-walks the file itself, one gzip member at a time (WARC 1.1 annex D: one member per record):
+crash, and cdxj-indexer even indexes the damaged record (warcio reads a member to its cut end
+without checking its CRC). So this module walks the file itself, one gzip member at a time
+(WARC 1.1 annex D: one member per record):
 
 * every member must reach the end of its deflate stream with a valid CRC-32 and ISIZE (zlib
   checks both in gzip mode; ``eof`` tells whether the member ended);
@@ -172,6 +173,11 @@ class _RecordParser:
     @property
     def done(self) -> bool:
         return self._state == 3
+
+    @property
+    def block_done(self) -> bool:
+        """The head and every byte of the block were read (the terminator may still follow)."""
+        return self._state >= 2
 
     def feed(self, data: bytes | memoryview) -> int:
         """Consume bytes of this record; returns how many were used (fewer once it ended)."""
@@ -431,6 +437,12 @@ def _walk_plain(
         yield parser.info(src.pos - start)
 
 
+def is_gzip(path: str | os.PathLike[str]) -> bool:
+    """Whether the file starts with a gzip member (else its records are uncompressed)."""
+    with open(path, "rb") as fh:
+        return fh.read(2) == _GZIP_MAGIC
+
+
 def iter_records(
     path: str | os.PathLike[str],
     *,
@@ -478,6 +490,79 @@ def read_record_at(
             extra = "another record" if isinstance(second, RecordInfo) else second.reason
             raise WarcFormatError(f"{path}: slice {offset}+{length} holds more: {extra}")
         return first
+
+
+@dataclass(frozen=True, slots=True)
+class RecordPrefix:
+    """A record's head and the first bytes of its block, read without proving the record whole."""
+
+    head: RecordHead
+    block: bytes  #: at most the ``limit`` asked for; the whole block when :attr:`whole`
+
+    @property
+    def whole(self) -> bool:
+        return len(self.block) >= self.head.content_length
+
+
+def read_prefix_at(
+    path: str | os.PathLike[str], offset: int, length: int, limit: int
+) -> RecordPrefix:
+    """The head and the first ``limit`` bytes of the block of the record stored in
+    ``[offset, offset + length)``, as an index line points at it.
+
+    Unlike :func:`read_record_at` this inflates only as far as it needs: looking up a large
+    record's headers costs a header's worth of work, not its whole body. So it does not prove
+    the record whole (its CRC is not reached): it is for reading what a record says, and
+    :func:`read_record_at` for judging it. Raises :class:`WarcFormatError` when no record head
+    can be read there; a block cut short gives what is present.
+    """
+    block = bytearray()
+
+    def sink(piece: memoryview) -> None:
+        room = limit - len(block)
+        if room > 0:
+            block.extend(piece[:room])
+
+    with open(path, "rb") as fh:
+        size = os.fstat(fh.fileno()).st_size
+        if offset < 0 or length <= 0 or offset + length > size:
+            raise WarcFormatError(
+                f"{path}: slice {offset}+{length} is outside the file ({size} bytes)"
+            )
+        src = _Region(fh, offset, offset + length)
+        parser = _RecordParser(offset, lambda head: sink)
+        try:
+            _feed_prefix(src, parser, lambda: len(block) >= limit)
+        except zlib.error as exc:
+            raise WarcFormatError(f"{path}: invalid gzip member at {offset}: {exc}") from None
+        except _RecordError as exc:
+            raise WarcFormatError(f"{path}: offset {offset}: {exc.reason}") from None
+    if parser.head is None:
+        raise WarcFormatError(f"{path}: no whole WARC header at offset {offset}")
+    return RecordPrefix(parser.head, bytes(block))
+
+
+def _feed_prefix(src: _Region, parser: _RecordParser, enough: Callable[[], bool]) -> None:
+    """Feed the parser the record's bytes (inflated when gzip) until its block ended, or
+    ``enough()`` once its head was read, or the bytes ran out."""
+    inflater = zlib.decompressobj(wbits=31) if bytes(src.view(2, need=2)) == _GZIP_MAGIC else None
+
+    def satisfied() -> bool:
+        return parser.block_done or (parser.head is not None and enough())
+
+    while not satisfied():
+        piece = src.view(FEED_SIZE)
+        if not piece:
+            return
+        src.advance(len(piece))
+        if inflater is None:
+            parser.feed(piece)
+            continue
+        parser.feed(inflater.decompress(piece, FEED_SIZE))
+        while inflater.unconsumed_tail and not inflater.eof and not satisfied():
+            parser.feed(inflater.decompress(inflater.unconsumed_tail, FEED_SIZE))
+        if inflater.eof:
+            return
 
 
 # ----------------------------------------------------------------------------- captures

@@ -4,13 +4,13 @@ The records are built here and serialised by the single writer (:mod:`archiver.w
 are never parsed or re-serialised: the response block is the raw bytes the capture layer
 recorded, and the digests are the ones computed while those bytes streamed in. (warcio's
 ``WARCWriter`` would parse and re-serialise HTTP headers and compute payload digests over chunk
-framing; SPEC-NOTES finding 2, warcio#74/#75/#128.)
+framing, against WARC 1.1 section 5.9's "transfer encoding removed": warcio#74/#75/#128.)
 
 A capture is written as adjacent records, in this order, never split across files:
 
 1. ``response`` (or ``revisit``), the record the index points at;
 2. ``request``, with ``WARC-Concurrent-To`` naming the response (what warcio's
-   ``write_request_response_pair`` and cdxj-indexer's pairing expect, SPEC-NOTES A.6);
+   ``write_request_response_pair`` and cdxj-indexer's pairing expect; WARC 1.1 section 5.7);
 3. optionally ``metadata`` (``application/warc-fields``), Concurrent-To the response: the
    outcome of a failed TLS certificate verification, interim (1xx) responses that came before
    the final one.
@@ -25,11 +25,11 @@ import re
 import uuid
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
-from datetime import UTC, datetime
 
 from archiver import digest
 from archiver.models import Exchange, Truncation
 from archiver.spool import Spool
+from archiver.timefmt import Clock, utcnow, warc_date
 
 WARC_VERSION = "WARC/1.1"
 PROFILE_IDENTICAL = "http://netpreserve.org/warc/1.1/revisit/identical-payload-digest"
@@ -41,28 +41,10 @@ _MIME_SPLIT = re.compile(r"[;\s]")
 _UNSAFE_VALUE = re.compile(r"[\x00-\x1f\x7f]")
 
 IdFactory = Callable[[], str]
-Clock = Callable[[], datetime]
 
 
 def new_record_id() -> str:
     return f"<urn:uuid:{uuid.uuid4()}>"
-
-
-def utcnow() -> datetime:
-    return datetime.now(UTC)
-
-
-def warc_date(moment: datetime) -> str:
-    """W3C-DTF in UTC with microseconds, as WARC/1.1 allows (section 5.4)."""
-    if moment.tzinfo is not UTC:
-        moment = moment.astimezone(UTC)
-    # isoformat is C code (this runs several times per capture): "…:05.000123+00:00" -> "…Z"
-    return moment.isoformat(timespec="microseconds")[:-6] + "Z"
-
-
-def timestamp14(date: str) -> str:
-    """The 14-digit CDX timestamp of a WARC-Date."""
-    return re.sub(r"\D", "", date)[:14]
 
 
 def safe_value(value: str) -> str:
@@ -206,7 +188,8 @@ class RecordFactory:
 
         WARC 1.1 section 6.7.2: with the identical-payload-digest profile the payload digest
         is required; a kept header block needs ``WARC-Truncated: length``. pywb resolves the
-        original through WARC-Refers-To-Target-URI + WARC-Refers-To-Date (SPEC-NOTES A.5).
+        original through WARC-Refers-To-Target-URI + WARC-Refers-To-Date (WARC 1.1 sections
+        5.11 and 5.12), which are therefore always written.
         """
         date = warc_date(ex.date)
         revisit_id = self.new_id()

@@ -6,11 +6,11 @@ every file handle; the blocking work (compression, ``write``, ``fsync``) runs on
 thread, a batch of captures per hop, so the event loop stays responsive and no two writes
 interleave.
 
-File rules (SPEC-NOTES A.8, C.1):
+File rules:
 
-* names ``{prefix}-{timestamp17}-{serial:05}-{host}.warc.gz`` (IIPC/Heritrix convention), written
-  as ``….warc.gz.open`` and renamed on close; files are created with ``O_EXCL`` and an existing
-  name is never overwritten (the serial moves on instead);
+* names ``{prefix}-{timestamp17}-{serial:05}-{host}.warc.gz`` (:mod:`archiver.warc.naming`),
+  written as ``….warc.gz.open`` and renamed once sealed; files are created with ``O_EXCL`` and an
+  existing name is never overwritten (the serial moves on instead);
 * one gzip member per record (WARC 1.1 annex D), so every index offset/length slice decompresses
   alone; ``warcinfo`` first in every file;
 * a capture is never split across files: rotation happens *before* a capture once the file has
@@ -22,9 +22,11 @@ File rules (SPEC-NOTES A.8, C.1):
   it, and fails every pending capture with :class:`~archiver.errors.WriteError`: loud, and no
   half-written record is left in a closed file.
 
-For every capture's primary record the writer also appends the CDXJ line to a per-WARC journal
-(``<index_dir>/<warc name>.cdxj``), so the final index is a merge of those lines and never needs
-a second pass over the WARCs (:mod:`archiver.index.cdxj`).
+For every capture's primary record the writer also appends an index line to a per-WARC journal
+(``<journal dir>/<warc name>.cdxj``), so the final index is a merge of those lines and never
+needs a second pass over the WARCs. What a line says is the index's business: the writer is
+given the function (:class:`IndexJournal`, built by :func:`archiver.index.cdxj.writer_journal`),
+so the WARC layer does not depend on the index layer above it.
 """
 
 from __future__ import annotations
@@ -33,7 +35,6 @@ import asyncio
 import contextlib
 import errno
 import os
-import re
 import socket
 import threading
 import time
@@ -42,16 +43,15 @@ import zlib
 from collections.abc import Callable, Iterable
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
-from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any, Protocol
 
 from warcio.statusandheaders import StatusAndHeaders
 
 from archiver.errors import WriteError
-from archiver.index import cdxj as index
 from archiver.models import WrittenCapture, WrittenRecord
 from archiver.spool import Spool
+from archiver.warc.naming import OPEN_SUFFIX, safe_name_part, serial_of, warc_name
 from archiver.warc.records import WARC_VERSION, PendingCapture, PendingRecord, RecordFactory
 
 _zlib_impl: types.ModuleType
@@ -62,12 +62,8 @@ try:  # a faster deflate with the same output format (standard gzip members)
 except ImportError:  # pragma: no cover - isal is a dependency; zlib is the fallback
     _zlib_impl, COMPRESSOR = zlib, "zlib"
 
-OPEN_SUFFIX = ".open"
-WARC_SUFFIX = ".warc.gz"
 MAX_BATCH = 64
 FLUSH_BYTES = 4 * 1024 * 1024
-_SAFE_NAME = re.compile(r"[^A-Za-z0-9.-]+")
-_NAME = re.compile(r"^(?P<prefix>.+)-(?P<ts>\d{17})-(?P<serial>\d{5,})-(?P<host>.+)\.warc\.gz$")
 
 
 class _Compressor(Protocol):
@@ -76,20 +72,26 @@ class _Compressor(Protocol):
     def flush(self, mode: int = ..., /) -> bytes: ...
 
 
-def safe_name_part(text: str, *, default: str = "host", limit: int = 64) -> str:
-    """A file-name part from untrusted text: ``[A-Za-z0-9.-]``, no leading dot, bounded."""
-    cleaned = _SAFE_NAME.sub("-", text).strip(".-")[:limit].strip(".-")
-    return cleaned or default
+#: The index line of a capture's primary record, given the URL the index files it under.
+IndexLine = Callable[[WrittenRecord, str], str]
 
 
-def timestamp17(moment: datetime) -> str:
-    return moment.astimezone(UTC).strftime("%Y%m%d%H%M%S%f")[:17]
+@dataclass(frozen=True, slots=True)
+class IndexJournal:
+    """Where and how the writer journals one index line per capture, a file per WARC file."""
+
+    directory: Path
+    suffix: str  #: ``<directory>/<WARC file name><suffix>``
+    line: IndexLine
+
+    def path(self, warc_name: str) -> Path:
+        return self.directory / (warc_name + self.suffix)
 
 
 @dataclass(frozen=True, slots=True)
 class WriterConfig:
     directory: Path  #: where WARC files go
-    index_directory: Path  #: where the per-WARC CDXJ journals go
+    journal: IndexJournal  #: the per-WARC index journals
     prefix: str = "ARCHIVER"
     host: str = field(default_factory=socket.gethostname)
     max_size: int = 1_000_000_000
@@ -160,7 +162,7 @@ class Writer:
 
     def start(self) -> None:
         self.config.directory.mkdir(parents=True, exist_ok=True)
-        self.config.index_directory.mkdir(parents=True, exist_ok=True)
+        self.config.journal.directory.mkdir(parents=True, exist_ok=True)
         self._task = asyncio.create_task(self._run(), name="warc-writer")
 
     @property
@@ -257,9 +259,9 @@ class Writer:
         prefix = self._name_prefix()  # as the names write it
         if directory.is_dir():
             for path in directory.iterdir():
-                match = _NAME.match(path.name.removesuffix(OPEN_SUFFIX))
-                if match and match.group("prefix") == prefix:
-                    highest = max(highest, int(match.group("serial")))
+                serial = serial_of(path.name, prefix)
+                if serial is not None:
+                    highest = max(highest, serial)
         return highest + 1
 
     def _open_new_file(self) -> _OpenFile:
@@ -267,8 +269,7 @@ class Writer:
         host = safe_name_part(cfg.host)
         prefix = self._name_prefix()
         while True:
-            name = f"{prefix}-{timestamp17(self.factory.clock())}-{self._serial:05d}-{host}"
-            name += WARC_SUFFIX
+            name = warc_name(prefix, self.factory.clock(), self._serial, host)
             self._serial += 1
             final = cfg.directory / name
             open_path = cfg.directory / (name + OPEN_SUFFIX)
@@ -279,7 +280,7 @@ class Writer:
             except FileExistsError:
                 continue
             break
-        journal_path = cfg.index_directory / (name + index.JOURNAL_SUFFIX)
+        journal_path = cfg.journal.path(name)
         journal = open(journal_path, "a", encoding="utf-8")  # noqa: SIM115 - closed with the file
         info = self.factory.warcinfo(name, cfg.warcinfo_fields)
         handle = _OpenFile(open_path, fd, journal, info.record_id)
@@ -384,7 +385,7 @@ class Writer:
         result = WrittenCapture(handle.final_name, start, handle.size, tuple(written))
         primary = result.primary
         if primary is not None and capture.index is not None:
-            handle.journal.write(index.cdxj_line(primary, capture.index.url) + "\n")
+            handle.journal.write(self.config.journal.line(primary, capture.index.url) + "\n")
         return result
 
     def _recover_from_write_error(self) -> None:
@@ -453,12 +454,3 @@ def fsync_directory(directory: Path) -> None:
         os.fsync(fd)
     finally:
         os.close(fd)
-
-
-def warc_files(directory: Path, *, include_open: bool = False) -> list[Path]:
-    """The WARC files under ``directory`` (recursively), sorted by name."""
-    if not directory.is_dir():
-        return []
-    patterns: Iterable[str] = ("*.warc.gz", "*.warc.gz.open") if include_open else ("*.warc.gz",)
-    found = {path for pattern in patterns for path in directory.rglob(pattern)}
-    return sorted(found)

@@ -84,13 +84,14 @@ def _exchange(i: int):  # type: ignore[no-untyped-def]  # archiver imported lazi
 
 
 async def _generate(directory: Path, start: int, end: int, shard: int) -> None:
+    from archiver.index.cdxj import writer_journal  # noqa: PLC0415
     from archiver.warc.records import RecordFactory  # noqa: PLC0415
     from archiver.warc.writer import Writer, WriterConfig  # noqa: PLC0415
 
     factory = RecordFactory()
     config = WriterConfig(
         directory=directory / "warcs",
-        index_directory=directory / "state" / "journals",
+        journal=writer_journal(directory / "state" / "journals"),
         prefix="BENCH",
         host=f"bench{shard}",
     )

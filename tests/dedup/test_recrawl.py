@@ -23,15 +23,12 @@ import pytest
 from aiohttp import web
 
 from archiver.commands import verify
-from archiver.dedup.previous import (
-    LOOKUP_NAME,
-    PreviousCrawls,
-    open_previous,
-    open_source,
-)
+from archiver.dedup.previous import PreviousCrawls, open_previous
+from archiver.dedup.sources import LOOKUP_NAME, open_source
 from archiver.errors import OutputError, SettingsError
 from archiver.run.crawler import Crawler, CrawlResult
-from archiver.warc.records import PROFILE_IDENTICAL, PROFILE_NOT_MODIFIED, Clock, utcnow
+from archiver.timefmt import Clock, utcnow
+from archiver.warc.records import PROFILE_IDENTICAL, PROFILE_NOT_MODIFIED
 from tests.conftest import fast_settings
 from tests.support.pywb import PywbReplay
 from tests.support.site import SiteServer

@@ -13,11 +13,10 @@ import zlib
 import pytest
 
 from archiver import urls
+from archiver.extract.decoding import ContentDecodingError, decode_content
 from archiver.extract.links import (
-    ContentDecodingError,
     Links,
     css_refs,
-    decode_content,
     extract,
     extract_css,
     extract_html,

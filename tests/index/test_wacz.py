@@ -15,6 +15,7 @@ import pytest
 
 from archiver.errors import OutputError
 from archiver.index import wacz
+from archiver.run.finish import package_crawl
 from tests.dedup.test_recrawl import ChangingSite, later, run_crawl
 from tests.support.site import SiteServer
 from tests.support.tools import wacz_validate
@@ -135,7 +136,7 @@ async def test_wacz_validates_and_holds_the_crawl(crawled: Any) -> None:
 async def test_zipnum_blocks_split_the_index(crawled: Any, monkeypatch: Any) -> None:
     _, out = crawled
     monkeypatch.setattr(wacz, "BLOCK_LINES", 3)
-    path = wacz.write_wacz(out, out / "small-blocks.wacz")
+    path = package_crawl(out, out / "small-blocks.wacz")
     zf, _ = read_wacz(path)
     lines = index_of(zf)
     assert lines == (out / "index.cdxj").read_text().splitlines()
@@ -174,11 +175,11 @@ async def test_wacz_of_a_deduplicated_run_names_its_dependencies(tmp_path: Path)
 
 def test_a_crawl_without_warcs_or_index_is_refused(tmp_path: Path) -> None:
     with pytest.raises(OutputError, match="no WARC files"):
-        wacz.write_wacz(tmp_path)
+        package_crawl(tmp_path)
     (tmp_path / "warcs").mkdir()
     (tmp_path / "warcs" / "a.warc.gz").write_bytes(b"")
     with pytest.raises(OutputError, match=r"no index\.cdxj"):
-        wacz.write_wacz(tmp_path)
+        package_crawl(tmp_path)
     assert not list(tmp_path.glob("*.wacz*"))
 
 

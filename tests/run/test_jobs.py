@@ -23,7 +23,7 @@ from archiver.config.settings import read_config
 from archiver.errors import LockedError
 from archiver.run import jobs
 from archiver.run.crawler import EXIT_LOCKED, Crawler, CrawlResult
-from archiver.warc.records import Clock, utcnow
+from archiver.timefmt import Clock, utcnow
 from tests.conftest import fast_settings
 from tests.dedup.test_recrawl import ChangingSite, assert_replays_latest, later, set_status
 from tests.support.site import SiteServer

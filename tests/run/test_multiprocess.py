@@ -33,7 +33,7 @@ import pytest
 import redis
 
 from archiver.commands import verify
-from archiver.warc.writer import safe_name_part
+from archiver.warc.naming import safe_name_part
 from tests.support.pywb import PywbReplay
 from tests.support.redis_server import RedisServer
 from tests.support.site import SiteServer, generated_site

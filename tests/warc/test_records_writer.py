@@ -17,10 +17,12 @@ import pytest
 
 from archiver import digest
 from archiver.errors import WriteError
+from archiver.index.cdxj import writer_journal
 from archiver.models import Exchange, TlsInfo
 from archiver.spool import Spool
+from archiver.warc.naming import safe_name_part
 from archiver.warc.records import Original, RecordFactory, fields_block
-from archiver.warc.writer import Writer, WriterConfig, safe_name_part
+from archiver.warc.writer import Writer, WriterConfig
 from tests.support.warcs import read_records
 
 WHEN = datetime(2026, 11, 22, 10, 0, 0, 123456, tzinfo=UTC)
@@ -73,7 +75,9 @@ def serialise(path: Path) -> list[bytes]:
 
 async def test_golden_capture_bytes(tmp_path: Path) -> None:
     factory = fixed_factory()
-    writer = Writer(WriterConfig(tmp_path / "w", tmp_path / "j", prefix="T", host="h"), factory)
+    writer = Writer(
+        WriterConfig(tmp_path / "w", writer_journal(tmp_path / "j"), prefix="T", host="h"), factory
+    )
     writer.start()
     written = await writer.write(factory.capture(exchange(RESPONSE, body=b"hello")))
     await writer.close()
@@ -160,7 +164,10 @@ def test_fields_block_cannot_inject_lines() -> None:
 async def test_rotation_never_splits_a_capture(tmp_path: Path) -> None:
     factory = RecordFactory()
     writer = Writer(
-        WriterConfig(tmp_path / "w", tmp_path / "j", prefix="R", host="h", max_size=50_000), factory
+        WriterConfig(
+            tmp_path / "w", writer_journal(tmp_path / "j"), prefix="R", host="h", max_size=50_000
+        ),
+        factory,
     )
     writer.start()
     body = os.urandom(30_000)  # incompressible, ~30 KB per capture
@@ -188,7 +195,9 @@ async def test_open_suffix_while_writing_and_exclusive_names(tmp_path: Path) -> 
     directory.mkdir()
     taken = directory / "T-20261122100000123-00000-h.warc.gz"
     taken.write_bytes(b"someone else's file")
-    writer = Writer(WriterConfig(directory, tmp_path / "j", prefix="T", host="h"), factory)
+    writer = Writer(
+        WriterConfig(directory, writer_journal(tmp_path / "j"), prefix="T", host="h"), factory
+    )
     writer.start()
     await writer.write(factory.capture(exchange(RESPONSE, body=b"hello")))
     open_files = list(directory.glob("*.warc.gz.open"))
@@ -210,7 +219,9 @@ async def test_serials_continue_across_runs_with_a_prefix_that_needs_cleaning(
             return WHEN + timedelta(seconds=seconds)
 
         factory = RecordFactory(clock=clock)
-        writer = Writer(WriterConfig(tmp_path / "w", tmp_path / "j", prefix="pre fix"), factory)
+        writer = Writer(
+            WriterConfig(tmp_path / "w", writer_journal(tmp_path / "j"), prefix="pre fix"), factory
+        )
         writer.start()
         await writer.write(factory.capture(exchange(RESPONSE, body=b"hello")))
         await writer.close()
@@ -228,7 +239,11 @@ async def test_write_error_is_loud_and_leaves_valid_file(tmp_path: Path) -> None
         return os.write(fd, data)
 
     factory = RecordFactory()
-    writer = Writer(WriterConfig(tmp_path / "w", tmp_path / "j"), factory, write_fn=failing_write)
+    writer = Writer(
+        WriterConfig(tmp_path / "w", writer_journal(tmp_path / "j")),
+        factory,
+        write_fn=failing_write,
+    )
     writer.start()
     await writer.write(factory.capture(exchange(RESPONSE, body=b"hello")))
     big = os.urandom(5000)

@@ -1,0 +1,152 @@
+"""Discovery: what a response leads to, scope-checked and queued.
+
+A redirect's ``Location`` (RFC 9110 section 10.2.2), a sitemap's entries, or an HTML page's or a
+stylesheet's links (:mod:`archiver.extract.links`) become children of the lease's item; scope
+decides which are crawled, and the frontier drops the ones it has seen. Each HTML page is also
+listed in ``pages.jsonl`` (the WACZ's page list). Children are queued before the lease's outcome
+is handed to the frontier, so a resumed crawl never loses the children of a done URL.
+"""
+
+from __future__ import annotations
+
+import json
+
+import orjson
+
+from archiver import urls
+from archiver.extract import links
+from archiver.extract.decoding import ContentDecodingError
+from archiver.models import CrawlItem, Exchange, Hop, SkipReason
+from archiver.policy.sitemaps import is_sitemap
+from archiver.run.outcomes import Outcomes
+from archiver.run.parts import Parts, RunContext
+from archiver.timefmt import warc_date
+
+#: URLs remembered as recently queued or rejected (each set is cleared when it grows past this)
+RECENT_LIMIT = 200_000
+HTML_TYPES = ("text/html", "application/xhtml+xml")
+
+
+class Discovery:
+    """Queues what responses lead to; remembers recent outcomes so that the navigation links
+    repeated on every page cost a set lookup, not a scope check and a frontier call."""
+
+    def __init__(self, context: RunContext, parts: Parts, outcomes: Outcomes) -> None:
+        self._settings = context.settings
+        self._stats = context.stats
+        self._log = context.log
+        self._frontier = parts.frontier
+        self._scope = parts.scope
+        self._sitemaps = parts.sitemaps
+        self._pages_file = parts.pages_file
+        self._outcomes = outcomes
+        #: URLs recently queued, and (URL, hop) recently rejected by scope: repeats skip work
+        self._recent_queued: set[str] = set()
+        self._recent_rejected: set[tuple[str, str]] = set()
+
+    async def discover(self, item: CrawlItem, ex: Exchange) -> None:
+        """Queue the redirect target or the links of the response."""
+        children: list[CrawlItem] = []
+        if 300 <= ex.status < 400:
+            location = ex.header("Location")
+            if location:
+                target = urls.resolve(item.url, location)
+                # counted like the skips of Pipeline.put: summary.json's "skips" says why
+                # every skip-logged URL was not fetched
+                if target is None:
+                    self._stats.skip(SkipReason.SCHEME)
+                    self._outcomes.skip_log(item.url, location, SkipReason.SCHEME)
+                elif item.redirects_left <= 0:
+                    self._stats.skip(SkipReason.REDIRECT_LIMIT)
+                    self._outcomes.skip_log(item.url, target, SkipReason.REDIRECT_LIMIT)
+                else:
+                    children.append(item.child(target, Hop.REDIRECT))
+        elif is_sitemap(item):
+            listed = self._sitemaps.children(item, ex)
+            if listed.error is not None:
+                self._log.warning("sitemap-error", url=item.url, error=listed.error)
+            if listed.sitemap is not None:
+                self._log.info(
+                    "sitemap",
+                    url=item.url,
+                    kind=listed.sitemap.kind,
+                    urls=len(listed.sitemap.urls),
+                    skipped=listed.sitemap.skipped,
+                    truncated=listed.sitemap.truncated,
+                )
+            children.extend(listed.items)
+        elif 200 <= ex.status < 300 and ex.body is not None:
+            found = self._extract(item, ex)
+            if found is not None:
+                if ex.content_type in HTML_TYPES and not item.is_requisite:
+                    self._record_page(ex, found.title)
+                queued, rejected = self._recent_queued, self._recent_rejected
+                for url in found.pages:
+                    if url not in queued and (url, Hop.LINK) not in rejected:
+                        children.append(item.child(url, Hop.LINK))
+                for url in found.requisites:
+                    if url not in queued and (url, Hop.EMBED) not in rejected:
+                        children.append(item.child(url, Hop.EMBED))
+        if children:
+            await self.put(children)
+
+    def _extract(self, item: CrawlItem, ex: Exchange) -> links.Links | None:
+        if ex.content_type not in (*HTML_TYPES, "text/css"):
+            return None
+        try:
+            found = links.extract(
+                ex.body or b"",
+                item.url,
+                ex.content_type,
+                ex.header("Content-Encoding"),
+                max_links=self._settings.max_links_per_page,
+            )
+        except ContentDecodingError as exc:
+            self._log.warning("extract-error", url=item.url, error=str(exc))
+            return None
+        if found.truncated:
+            self._log.warning(
+                "links-truncated", url=item.url, limit=self._settings.max_links_per_page
+            )
+        return found
+
+    def _record_page(self, ex: Exchange, title: str | None) -> None:
+        if self._pages_file is None:
+            return
+        entry = {"url": ex.target_uri, "ts": warc_date(ex.date), "title": title}
+        try:
+            line = orjson.dumps(entry).decode("utf-8")
+        except TypeError:  # a lone surrogate in a title: orjson refuses it, escaped JSON keeps it
+            line = json.dumps(entry)
+        self._pages_file.write(line + "\n")
+
+    async def put(self, items: list[CrawlItem]) -> None:
+        """Scope-check discovered items and queue the accepted ones (the frontier drops the
+        ones it has seen). Remembers recent outcomes so the navigation links repeated on every
+        page cost a dict lookup, not a scope check and a frontier call (bounded memory)."""
+        accepted = []
+        queued, rejected = self._recent_queued, self._recent_rejected
+        for child in items:
+            reason = self._scope.check(child)
+            if reason is None:
+                self._scope.accepted(child)  # counted at once: the next link sees the budget
+                accepted.append(child)
+                continue
+            self._stats.skip(reason)
+            self._outcomes.skip_log(child.via, child.url, reason)
+            if reason not in (SkipReason.DEPTH, SkipReason.HOST_BUDGET):
+                # depth and budgets can change for the same URL found elsewhere: not cached
+                rejected.add((child.url, Hop.EMBED if child.is_requisite else Hop.LINK))
+        if accepted:
+            new = {item.url for item in await self._frontier.put_many(accepted)}
+            for child in accepted:
+                if child.url not in new:
+                    self._scope.unaccepted(child)  # seen before: not queued, uses no budget
+            queued.update(child.url for child in accepted)
+        if len(queued) > RECENT_LIMIT:
+            queued.clear()
+        if len(rejected) > RECENT_LIMIT:
+            rejected.clear()
+
+
+__all__ = ["HTML_TYPES", "RECENT_LIMIT", "Discovery"]

@@ -1,0 +1,454 @@
+"""Finishing a crawl run, in one place: the stages stopped in the reverse of their building
+order (:mod:`archiver.run.wiring`), then what a finished crawl leaves behind::
+
+    workers stopped (crawler) ─> writer drained and closed ─> WARC files sealed once committed
+    ─> fetcher ─> frontier (the last process of a shared crawl learns it is the last)
+    ─> digest indexes, earlier crawls ─> pages.jsonl
+    ─> index.cdxj merged from the writers' journals ─> WACZ (only a finished crawl)
+    ─> summary.json ─> crawl-end logged, log closed ─> crawl.json's status ─> CrawlResult
+
+Also the crawl-directory operations of ``archiver index`` and ``archiver wacz``, which finish a
+crawl after the fact: they work on whatever a run (or a dead one) left in the directory.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import dataclasses
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from archiver.config.assemble import software_string
+from archiver.errors import (
+    ArchiverError,
+    FrontierError,
+    FrontierUnavailableError,
+    OutputError,
+    WriteError,
+)
+from archiver.index import cdxj, wacz
+from archiver.run.output import (
+    STATUS_COMPLETED,
+    STATUS_FAILED,
+    STATUS_INTERRUPTED,
+    STATUS_LIMIT,
+    Layout,
+    finish_status,
+    journal_dirs,
+    read_json,
+    write_json_atomic,
+    write_status,
+)
+from archiver.run.resume import close_abandoned
+from archiver.run.wiring import Run, Stages
+from archiver.version import __version__
+from archiver.warc.naming import warc_files
+
+EXIT_OK = 0
+EXIT_FAILED = 1
+EXIT_USAGE = 2
+EXIT_INTERRUPTED = 3
+EXIT_LOCKED = 4
+
+#: How long the final sealing of committed WARC files may wait on the frontier.
+SEAL_TIMEOUT = 60.0
+
+
+@dataclass(slots=True)
+class CrawlResult:
+    """What a crawl returns to the CLI and to Python callers."""
+
+    status: str  #: completed, limit, interrupted or failed
+    exit_code: int
+    reason: str | None
+    output: Path
+    resumed: bool = False
+    warc_files: list[Path] = field(default_factory=list)
+    index: Path | None = None
+    cdx11: Path | None = None
+    wacz: Path | None = None
+    summary: dict[str, Any] = field(default_factory=dict)
+
+
+# ------------------------------------------------------------------------------ the verdict
+
+
+def error_status(exc: ArchiverError) -> tuple[str, str]:
+    """How an error that stopped the run ends it. A full disk or a frontier failing mid-crawl
+    is resumable once fixed (interrupted); a backend that cannot be reached at all, a wrong
+    setting or a bug is a failed run."""
+    resumable = (
+        isinstance(exc, (WriteError, FrontierError))
+        and not isinstance(exc, FrontierUnavailableError)
+    ) or type(exc) is OutputError
+    return (STATUS_INTERRUPTED if resumable else STATUS_FAILED), str(exc)
+
+
+def verdict(run: Run, stages: Stages, status: str, reason: str | None) -> tuple[str, str | None]:
+    """A completed crawl that archived nothing, or no page, says so."""
+    if status != STATUS_COMPLETED:
+        return status, reason
+    failed = _nothing_captured(run, stages)
+    if failed is not None:
+        stages.log.error("crawl-error", error=failed)
+        return STATUS_FAILED, failed
+    if reason is None and (no_page := _no_page_reason(run)) is not None:
+        stages.log.warning("no-page-captured", reason=no_page)
+        return status, no_page
+    return status, reason
+
+
+def _nothing_captured(run: Run, stages: Stages) -> str | None:
+    """A crawl that ended with every fetch failed and nothing archived but robots.txt, in this
+    run or an earlier one, failed (exit code 1): a scheduled run whose seed's DNS or server is
+    down, or whose every page is a bot challenge, must not report success with an empty
+    archive."""
+    stats = run.stats
+    robots = stages.pipeline.robots_captures if stages.pipeline is not None else 0
+    if stats.captures > robots or not stats.failures:
+        return None
+    if run.resumed and warc_files(run.layout.warcs, include_open=True):
+        return None  # an earlier run captured something
+    if run.process_id is not None:
+        return None  # a shared crawl: other processes may have
+    counts = ", ".join(f"{name}: {n}" for name, n in stats.failures.most_common())
+    but = " but robots.txt" if robots else ""
+    return (
+        f"nothing was captured{but}: every fetch failed ({counts}); see crawl.log.jsonl, "
+        "fix the cause and run again with --overwrite"
+    )
+
+
+def _no_page_reason(run: Run) -> str | None:
+    """Why a completed crawl archived no page, when policy skipped what it would have fetched
+    (a seed disallowed by robots.txt, out of scope, a blocked address): still a completed crawl
+    (exit 0), but a scheduled run must say so rather than look like an ordinary success with an
+    empty archive."""
+    stats = run.stats
+    shared = run.process_id is not None  # other processes of the crawl may have pages
+    if stats.pages or not stats.skips or run.resumed or shared:
+        return None
+    counts = ", ".join(f"{name}: {n}" for name, n in stats.skips.most_common())
+    return f"no page was captured: every URL it reached was skipped ({counts})"
+
+
+# ------------------------------------------------------------------------------ stopping
+
+
+async def seal_committed(stages: Stages) -> None:
+    """Give rotated WARC files their final names once every capture in them is committed by
+    the frontier. Until then they stay ``.open``, so a crash leaves them to the resume repair,
+    which keeps only committed captures: nothing is captured twice."""
+    writer, frontier, pipeline = stages.writer, stages.frontier, stages.pipeline
+    if writer is None or frontier is None or pipeline is None:
+        return
+    uncommitted = pipeline.uncommitted
+    names = [name for name in writer.retired() if uncommitted[name] <= 0]
+    if not names:
+        return
+    try:
+        await frontier.flush()
+        await asyncio.to_thread(writer.seal, names)
+    except (FrontierError, WriteError, OSError) as exc:
+        stages.log.warning("seal-deferred", files=names, error=str(exc))
+        return
+    for name in names:
+        uncommitted.pop(name, None)
+
+
+async def finish(
+    run: Run, stages: Stages, status: str, reason: str | None, *, immediate: bool
+) -> tuple[str, str | None]:
+    """Stop every stage in reverse order, then write the index, the WACZ and the summary.
+    Returns the final status and reason (a failure while finishing can still change them)."""
+    status, reason = await _close_writer(run, stages, status, reason, immediate=immediate)
+    await _close_stages(stages)
+    last = stages.is_last()  # the last process of a shared crawl merges and packages
+    status, reason = _write_index(run, last, status, reason)
+    wacz_error = None
+    if run.settings.wacz and status in (STATUS_COMPLETED, STATUS_LIMIT) and last:
+        # only a finished crawl is packaged (`archiver wacz DIR` packages any crawl later)
+        wacz_error = await _package(run, stages)
+    summary = crawl_summary(run, stages, status, reason)
+    if wacz_error is not None:
+        summary["wacz_error"] = wacz_error
+    with contextlib.suppress(OSError):
+        write_json_atomic(run.layout.summary, summary)
+    ended = ("captures", "pages", "bytes_written", "duration_seconds")
+    stages.log.info("crawl-end", status=status, reason=reason, **{k: summary[k] for k in ended})
+    stages.crawl_log.close()
+    return status, reason
+
+
+async def _close_writer(
+    run: Run, stages: Stages, status: str, reason: str | None, *, immediate: bool
+) -> tuple[str, str | None]:
+    """Write what is queued (unless stopping at once), close the file, seal what was
+    committed. Files with uncommitted captures (an immediate stop, a failed frontier) stay
+    ``.open`` for the resume repair."""
+    writer = stages.writer
+    if writer is None:
+        return status, reason
+    try:
+        await writer.close(drain=not immediate)
+    except (OSError, WriteError) as exc:
+        status, reason = STATUS_INTERRUPTED, f"closing WARC file failed: {exc}"
+    if writer.failure is not None and status == STATUS_COMPLETED:
+        status, reason = STATUS_INTERRUPTED, str(writer.failure)
+    run.stats.bytes_written = writer.stats.bytes
+    with contextlib.suppress(TimeoutError):
+        await asyncio.wait_for(seal_committed(stages), timeout=SEAL_TIMEOUT)
+    return status, reason
+
+
+async def _close_stages(stages: Stages) -> None:
+    """The fetcher, the frontier, the digest indexes, the earlier crawls, the page list."""
+    if stages.fetcher is not None:
+        await stages.fetcher.close()
+    if stages.frontier is not None:
+        with contextlib.suppress(Exception):
+            await stages.frontier.close()
+    with contextlib.suppress(Exception):
+        await stages.dedup.close()
+    if stages.previous is not None:
+        await stages.previous.close()  # idempotent; also when the run stopped before wrapping
+    if stages.pages_file is not None:
+        stages.pages_file.close()
+
+
+def _write_index(run: Run, last: bool, status: str, reason: str | None) -> tuple[str, str | None]:
+    layout = run.layout
+    if not layout.journals.exists():
+        return status, reason
+    try:
+        crawl_index(layout, last=last, cdx11=run.settings.cdx11)
+    except (OSError, ArchiverError) as exc:
+        return STATUS_INTERRUPTED, f"writing the index failed: {exc}"
+    return status, reason
+
+
+def crawl_index(layout: Layout, *, last: bool = True, cdx11: bool = False) -> None:
+    """The crawl's index.cdxj from the writers' journals. A process of a shared crawl writes
+    its own part; the last one to leave closes what dead processes left ``.open`` and merges
+    every part."""
+    if layout.process is None:
+        parts = [layout.journals]
+    else:
+        cdxj.build_index([(layout.journals, "")], layout.part_index)
+        if last:
+            close_abandoned(layout.root)
+        parts = journal_dirs(layout.root) if last else []
+    if parts:
+        cdxj.build_index(
+            [(journals, "") for journals in parts],
+            layout.index,
+            cdx11=layout.cdx11 if cdx11 else None,
+        )
+
+
+async def _package(run: Run, stages: Stages) -> str | None:
+    """The crawl's WACZ; what went wrong if it could not be written (logged, not fatal)."""
+    previous = stages.previous
+    try:
+        await asyncio.to_thread(
+            package_crawl,
+            run.layout.root,
+            run.layout.wacz,
+            description=run.settings.description or None,
+            software=software_string(),
+            seeds=list(run.seeds),
+            depends_on=previous.depends_on() if previous is not None else [],
+        )
+    except (OSError, OutputError) as exc:
+        stages.log.error("wacz-error", error=str(exc))
+        return str(exc)
+    return None
+
+
+# ------------------------------------------------------------------------------ what is left
+
+
+def crawl_summary(run: Run, stages: Stages, status: str, reason: str | None) -> dict[str, Any]:
+    """summary.json: the counters, how the run ended, and what it wrote."""
+    layout, previous = run.layout, stages.previous
+    summary = run.stats.summary()
+    frontier_stats = stages.frontier.statistics() if stages.frontier is not None else None
+    summary.update(
+        status=status,
+        reason=reason,
+        output=str(layout.root),
+        resumed=run.resumed,
+        seeds=list(run.seeds),
+        warc_files=[str(p.relative_to(layout.root)) for p in warc_files(layout.warcs)],
+        index=str(layout.index.relative_to(layout.root)),
+        wacz=layout.wacz.name if layout.wacz.exists() else None,
+        # what later runs deduplicating against this one inherit originals through, and
+        # the earlier WARC files this run's revisits need for replay
+        dedup_sources=previous.source_paths() if previous is not None else [],
+        depends_on=previous.depends_on() if previous is not None else [],
+        traps=stages.scope.trap_summary() if stages.scope is not None else [],
+        robots=(
+            dataclasses.asdict(stages.robots.statistics()) if stages.robots is not None else None
+        ),
+        frontier=(
+            {
+                "queued": frontier_stats.queued,
+                "in_flight": frontier_stats.in_flight,
+                "done": frontier_stats.done,
+                "failed": frontier_stats.failed,
+                "skipped": frontier_stats.skipped,
+                "seen": frontier_stats.seen,
+            }
+            if frontier_stats
+            else None
+        ),
+        version=__version__,
+    )
+    return summary
+
+
+def crawl_result(
+    layout: Layout, status: str, reason: str | None, state: dict[str, Any], *, resumed: bool
+) -> CrawlResult:
+    """Record how the run ended in crawl.json, and say what it left."""
+    finish_status(state, status, reason)
+    with contextlib.suppress(OSError):
+        write_status(layout, state)
+    exit_code = {
+        STATUS_COMPLETED: EXIT_OK,
+        STATUS_LIMIT: EXIT_OK,
+        STATUS_INTERRUPTED: EXIT_INTERRUPTED,
+    }.get(status, EXIT_FAILED)
+    return CrawlResult(
+        status=status,
+        exit_code=exit_code,
+        reason=reason,
+        output=layout.root,
+        resumed=resumed,
+        warc_files=warc_files(layout.warcs),
+        index=layout.index if layout.index.exists() else None,
+        cdx11=layout.cdx11 if layout.cdx11.exists() else None,
+        wacz=layout.wacz if layout.wacz.exists() else None,
+        summary=read_json(layout.summary),
+    )
+
+
+def already_completed(layout: Layout) -> CrawlResult:
+    """A resumed crawl that had completed: nothing to do."""
+    return CrawlResult(
+        STATUS_COMPLETED,
+        EXIT_OK,
+        "already completed (use --overwrite to crawl again)",
+        layout.root,
+        resumed=True,
+        warc_files=warc_files(layout.warcs),
+        index=layout.index if layout.index.exists() else None,
+        summary=read_json(layout.summary),
+    )
+
+
+# ------------------------------------------------------------------------------ after the fact
+
+
+def index_paths(
+    paths: Iterable[Path], output: Path | None = None, *, cdx11: bool = False
+) -> tuple[int, Path]:
+    """``archiver index``: one sorted CDXJ over crawl directories and/or WARC files.
+
+    Crawl directories contribute their writers' journals (abandoned ``.open`` files are closed
+    first); WARC files without a journal are read record by record. File names in the index are
+    base names: the WARC files of all the inputs belong in one archive directory for replay.
+    """
+    paths = list(paths)
+    if not paths:
+        raise ValueError("no paths to index")
+    found_dirs: list[Path] = []
+    loose: list[Path] = []
+    for path in paths:
+        if path.is_dir() and journal_dirs(path):
+            close_abandoned(path)
+            here = journal_dirs(path)
+            found_dirs += here
+            journaled = {
+                p.name.removesuffix(cdxj.JOURNAL_SUFFIX) for d in here for p in cdxj.journals(d)
+            }
+            loose += [warc for warc in warc_files(path / "warcs") if warc.name not in journaled]
+        elif path.is_dir():
+            loose += warc_files(path)
+        else:
+            loose.append(path)
+    if output is None:
+        base = paths[0] if paths[0].is_dir() else paths[0].parent
+        output = base / "index.cdxj"
+    count = cdxj.build_index(
+        [(directory, "") for directory in found_dirs],
+        output,
+        warcs=loose,
+        cdx11=output.with_suffix(".cdx") if cdx11 else None,
+    )
+    return count, output
+
+
+def package_crawl(
+    crawl_dir: Path,
+    output: Path | None = None,
+    *,
+    description: str | None = None,
+    software: str | None = None,
+    seeds: Sequence[str] | None = None,
+    depends_on: Sequence[Mapping[str, Any]] | None = None,
+) -> Path:
+    """Package a crawl directory as a WACZ (``CRAWL/CRAWL-NAME.wacz`` unless ``output``).
+
+    The crawl's ``index.cdxj`` must be current (the crawler builds it before calling this).
+    ``seeds`` and ``depends_on`` default to what the crawl's ``summary.json`` says (the crawler
+    passes them, as it writes the WACZ before the summary). Raises :class:`OutputError` when
+    the crawl has no WARC files or no index.
+    """
+    layout = Layout(crawl_dir)
+    warcs = warc_files(layout.warcs)
+    if not warcs:
+        raise OutputError(f"{crawl_dir} has no WARC files to package")
+    if not layout.index.is_file():
+        raise OutputError(f"{crawl_dir} has no index.cdxj to package")
+    summary = read_json(layout.summary)
+    if seeds is None:
+        listed = summary.get("seeds")
+        seeds = [s for s in listed if isinstance(s, str)] if isinstance(listed, list) else []
+    if depends_on is None:
+        listed = summary.get("depends_on")
+        depends_on = [d for d in listed if isinstance(d, dict)] if isinstance(listed, list) else []
+    contents = wacz.WaczContents(
+        warcs=warcs,
+        index=layout.index,
+        pages=layout.pages,
+        title=crawl_dir.name,
+        description=description,
+        software=software,
+        seeds=seeds,
+        depends_on=depends_on,
+    )
+    return wacz.write_wacz(contents, output or layout.wacz)
+
+
+__all__ = [
+    "EXIT_FAILED",
+    "EXIT_INTERRUPTED",
+    "EXIT_LOCKED",
+    "EXIT_OK",
+    "EXIT_USAGE",
+    "CrawlResult",
+    "already_completed",
+    "crawl_index",
+    "crawl_result",
+    "crawl_summary",
+    "error_status",
+    "finish",
+    "index_paths",
+    "package_crawl",
+    "seal_committed",
+    "verdict",
+]

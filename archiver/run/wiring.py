@@ -1,0 +1,287 @@
+"""Building a crawl run from its settings: every stage, in pipeline order, in one place.
+
+What flows between the stages (a worker carries one lease through all of them; each arrow is a
+call, not a queue, except the frontier and the writer's queue)::
+
+    seeds, sitemaps ─> scope ─> frontier.put_many                     discovery
+    frontier.get ─> lease(url, redirects_left) ─> budgets, robots.txt   pipeline
+        ─> fetcher.fetch ─> Exchange (raw bytes, digests)               fetch
+        ─> records: response + request, or a revisit (dedup index,      recording
+           earlier crawls) ─> writer queue ─> WARC file + index journal
+        ─> Location / links / sitemap entries ─> scope ─> frontier      discovery
+        ─> frontier.task_done(lease, outcome)                           outcomes
+    at the end (:mod:`archiver.run.finish`, the reverse order): writer closed and sealed,
+    fetcher, frontier, indexes closed ─> journals merged into index.cdxj ─> WACZ ─> summary
+
+:func:`assemble` builds the stages in that order into :class:`Stages`, which
+:mod:`archiver.run.finish` stops in reverse; a part stays None until it is built, so a run that
+fails half-way is finished with what it has. The settings become each component's configuration
+in :mod:`archiver.config.assemble`.
+"""
+
+from __future__ import annotations
+
+import math
+import os
+import socket
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import IO, Any
+
+from archiver.config.assemble import (
+    address_policy,
+    default_output,
+    fetch_config,
+    scope_rules,
+    warcinfo_fields,
+)
+from archiver.config.settings import Settings
+from archiver.dedup.digests import DigestIndex, LayeredDigestIndex, MemoryDigestIndex
+from archiver.dedup.previous import PreviousCrawls, open_previous
+from archiver.fetch.fetcher import Fetcher
+from archiver.frontier.base import Frontier
+from archiver.frontier.memory import MemoryFrontier
+from archiver.frontier.sqlite import SqliteDigestIndex, SqliteFrontier
+from archiver.index import cdxj
+from archiver.models import CrawlItem, ResumeInfo
+from archiver.policy.politeness import HostGate
+from archiver.policy.robots import Robots
+from archiver.policy.scope import Scope
+from archiver.policy.sitemaps import SitemapPolicy
+from archiver.run.log import CrawlLog, crawl_logger
+from archiver.run.output import Layout, RunStart, cut_torn_line, prepare
+from archiver.run.parts import Parts, RunContext
+from archiver.run.pipeline import Pipeline
+from archiver.run.resume import repair_open_warcs
+from archiver.run.stats import CrawlStats
+from archiver.timefmt import Clock, utcnow
+from archiver.version import __version__
+from archiver.warc.naming import safe_name_part
+from archiver.warc.records import RecordFactory
+from archiver.warc.writer import WriteFn, Writer, WriterConfig
+
+
+@dataclass(frozen=True, slots=True)
+class Run:
+    """Who this run is: what it was asked, where it writes, from which seeds, what it counts."""
+
+    settings: Settings
+    layout: Layout
+    seeds: tuple[str, ...]
+    stats: CrawlStats
+    resumed: bool
+    #: ``{hostname}-{pid}`` when several processes share the crawl (Redis frontier)
+    process_id: str | None
+
+
+@dataclass(slots=True)
+class Stages:
+    """The parts of one run, filled by :func:`assemble` in pipeline order (None until built)."""
+
+    crawl_log: CrawlLog
+    log: Any
+    previous: PreviousCrawls | None = None  #: --dedup-from / --revalidate-from sources
+    frontier: Frontier | None = None
+    dedup: DigestIndex = field(default_factory=MemoryDigestIndex)
+    #: whether this process is the last of a shared crawl to leave (asked once it closed the
+    #: frontier): the last one merges the index and packages the crawl
+    is_last: Callable[[], bool] = lambda: True
+    robots_cache: Any = None  #: robots.txt fetches shared by the processes of a crawl
+    scope: Scope | None = None
+    robots: Robots | None = None
+    sitemaps: SitemapPolicy = field(default_factory=lambda: SitemapPolicy(enabled=False))
+    fetcher: Fetcher | None = None
+    writer: Writer | None = None
+    pages_file: IO[str] | None = None
+    pipeline: Pipeline | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class Options:
+    """What a caller of the crawler may give besides the settings (tests, mostly)."""
+
+    console: IO[str] | None = None  #: where log lines for a person go
+    frontier: Frontier | None = None  #: a frontier built by the caller, used instead
+    write_fn: WriteFn = os.write  #: the writer's ``write`` (a full disk can be simulated)
+    clock: Clock = utcnow  #: the time source of WARC-Dates
+    pipeline_class: type[Pipeline] = Pipeline
+
+
+def process_id(settings: Settings) -> str | None:
+    """``{hostname}-{pid}`` when several processes share the crawl (a Redis frontier): it names
+    this process's state directory and its WARC series, so nothing collides."""
+    if settings.frontier.startswith(("redis://", "rediss://")):
+        return safe_name_part(f"{socket.gethostname()}-{os.getpid()}")
+    return None
+
+
+def output_layout(settings: Settings, process: str | None) -> Layout:
+    return Layout(settings.output or default_output(settings.seeds), process=process)
+
+
+async def open_output(settings: Settings, layout: Layout) -> tuple[RunStart, PreviousCrawls | None]:
+    """Fresh start or resume (with the output lock held), and the earlier crawls it refers to.
+
+    The earlier crawls are checked before anything is written: a source that is not a completed
+    crawl is a usage error, not a failed run; their lookup files are built here (streamed,
+    cached)."""
+    previous = None
+    if settings.dedup_from or settings.revalidate_from:
+        previous = await open_previous(
+            settings.dedup_from, settings.revalidate_from, cache_dir=layout.state / "lookups"
+        )
+    try:
+        start = prepare(layout, overwrite=settings.overwrite, settings_json=settings.to_json())
+    except BaseException:
+        if previous is not None:
+            await previous.close()
+        raise
+    return start, previous
+
+
+def open_log(settings: Settings, layout: Layout, console: IO[str] | None) -> CrawlLog:
+    layout.warcs.mkdir(parents=True, exist_ok=True)
+    layout.journals.mkdir(parents=True, exist_ok=True)
+    return crawl_logger(
+        layout.log,
+        quiet=settings.quiet,
+        verbose=settings.verbose,
+        console=console,
+        heritrix=layout.heritrix_log if settings.heritrix_log else None,
+    )
+
+
+async def assemble(run: Run, stages: Stages, options: Options) -> None:
+    """Build and start every stage of the run, in pipeline order, into ``stages``."""
+    s, layout, log = run.settings, run.layout, stages.log
+    if stages.previous is not None:
+        for warning in stages.previous.warnings:
+            log.warning("dedup-source", warning=warning)
+    info = await open_backend(run, stages, options.frontier)
+    frontier = stages.frontier
+    assert frontier is not None
+    log.info(
+        "crawl-start",
+        seeds=list(run.seeds),
+        output=str(layout.root),
+        resumed=run.resumed,
+        frontier=s.frontier,
+        version=__version__,
+        requeued_in_flight=info.requeued_in_flight,
+    )
+    if run.resumed:
+        await repair_open_warcs(layout, frontier, log, process_id=run.process_id)
+    scope = stages.scope = Scope(scope_rules(s, run.seeds))
+    robots = stages.robots = Robots(
+        agent=s.robots_agent,
+        obey=s.robots == "obey",
+        exempt_requisites=s.robots_exempt_requisites,
+        max_crawl_delay=s.max_crawl_delay,
+        set_host_delay=frontier.set_host_delay,
+        shared=stages.robots_cache,
+    )
+    sitemaps = stages.sitemaps = SitemapPolicy(
+        enabled=s.sitemaps == "on", max_redirects=s.max_redirects
+    )
+    policy = await address_policy(s, run.seeds)
+    fetcher = stages.fetcher = Fetcher(fetch_config(s, run.seeds), policy, clock=options.clock)
+    await fetcher.start()
+    if stages.previous is not None:
+        # this run's own index first, then the earlier crawls (only lookups reach them)
+        stages.dedup = LayeredDigestIndex(stages.dedup, stages.previous)
+    factory = RecordFactory(algorithm=s.digest, clock=options.clock)
+    writer = stages.writer = Writer(
+        writer_config(run), factory, write_fn=options.write_fn, auto_seal=False
+    )
+    writer.start()
+    cut_torn_line(layout.pages)  # a killed run's half line (see output.cut_torn_line)
+    pages_file = stages.pages_file = open(layout.pages, "a", encoding="utf-8")  # noqa: SIM115, ASYNC230
+    parts = Parts(
+        frontier=frontier,
+        robots=robots,
+        fetcher=fetcher,
+        factory=factory,
+        dedup=stages.dedup,
+        previous=stages.previous,
+        writer=writer,
+        scope=scope,
+        sitemaps=sitemaps,
+        pages_file=pages_file,
+    )
+    stages.pipeline = options.pipeline_class(RunContext(s, run.stats, log), parts)
+
+
+async def open_backend(run: Run, stages: Stages, injected: Frontier | None) -> ResumeInfo:
+    """The frontier, opened, and what its backend shares: within-crawl dedup, robots.txt
+    fetches, and whether this process is the last of the crawl to leave."""
+    s = run.settings
+    gate = HostGate(
+        concurrency=s.per_host_concurrency,
+        delay=s.per_host_delay or 0.0,
+        max_pause=s.max_retry_after or 600.0,
+        max_crawl_delay=s.max_crawl_delay if s.max_crawl_delay is not None else math.inf,
+    )
+    frontier: Frontier
+    if injected is not None:
+        frontier = injected
+    elif s.frontier == "memory":
+        frontier = MemoryFrontier(gate)
+    elif s.frontier == "sqlite":
+        frontier = SqliteFrontier(run.layout.frontier_db, gate)
+    else:
+        from archiver.frontier.redis import RedisFrontier  # noqa: PLC0415 - optional backend
+
+        frontier = RedisFrontier(
+            s.frontier,
+            s.crawl_id or "",
+            gate=gate,
+            settings=s,
+            process_id=run.process_id,
+            log=stages.log,
+        )
+    stages.frontier = frontier
+    info = await frontier.open()
+    if isinstance(frontier, SqliteFrontier):
+        # within-crawl dedup that survives resume and keeps no digest in the heap
+        stages.dedup = SqliteDigestIndex(frontier)
+    elif (shared_index := getattr(frontier, "digest_index", None)) is not None:
+        stages.dedup = shared_index()  # revisits across every process of the crawl
+    if (robots_cache := getattr(frontier, "robots_cache", None)) is not None:
+        stages.robots_cache = robots_cache()  # processes sharing a crawl share robots.txt
+    stages.is_last = lambda: bool(getattr(frontier, "last_to_leave", True))
+    return info
+
+
+def writer_config(run: Run) -> WriterConfig:
+    s, layout = run.settings, run.layout
+    return WriterConfig(
+        directory=layout.warcs,
+        journal=cdxj.writer_journal(layout.journals),
+        prefix=s.warc_prefix or safe_name_part(layout.root.name, default="crawl"),
+        host=run.process_id or safe_name_part(socket.gethostname()),
+        max_size=s.warc_size or 10**18,
+        fsync_interval=s.fsync_interval or 5.0,
+        compress_level=s.compress_level,
+        warcinfo_fields=warcinfo_fields(s, layout.root.name),
+    )
+
+
+def seed_items(run: Run, sitemaps: SitemapPolicy) -> list[CrawlItem]:
+    """What the crawl starts from: the seeds, then the sitemaps they imply."""
+    seeds = [CrawlItem(url=seed, redirects_left=run.settings.max_redirects) for seed in run.seeds]
+    return seeds + sitemaps.start_items(run.seeds)
+
+
+__all__ = [
+    "Options",
+    "Run",
+    "Stages",
+    "assemble",
+    "open_backend",
+    "open_log",
+    "open_output",
+    "output_layout",
+    "process_id",
+    "seed_items",
+    "writer_config",
+]
