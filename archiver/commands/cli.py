@@ -399,7 +399,7 @@ def cmd_wacz(args: argparse.Namespace) -> int:
     from archiver.run.finish import package_crawl  # noqa: PLC0415
 
     output = Path(args.output) if args.output else None
-    written = package_crawl(Path(args.path), output, software=software_string())
+    written = package_crawl(Path(args.path), output)
     print(f"archiver: WACZ written to {written}")
     return EXIT_OK
 

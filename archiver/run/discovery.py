@@ -45,50 +45,69 @@ class Discovery:
         self._recent_rejected: set[tuple[str, str]] = set()
 
     async def discover(self, item: CrawlItem, ex: Exchange) -> None:
-        """Queue the redirect target or the links of the response."""
-        children: list[CrawlItem] = []
+        """Queue the redirect target, the sitemap's entries or the links of the response."""
         if 300 <= ex.status < 400:
-            location = ex.header("Location")
-            if location:
-                target = urls.resolve(item.url, location)
-                # counted like the skips of Pipeline.put: summary.json's "skips" says why
-                # every skip-logged URL was not fetched
-                if target is None:
-                    self._stats.skip(SkipReason.SCHEME)
-                    self._outcomes.skip_log(item.url, location, SkipReason.SCHEME)
-                elif item.redirects_left <= 0:
-                    self._stats.skip(SkipReason.REDIRECT_LIMIT)
-                    self._outcomes.skip_log(item.url, target, SkipReason.REDIRECT_LIMIT)
-                else:
-                    children.append(item.child(target, Hop.REDIRECT))
+            children = self._redirect(item, ex)
         elif is_sitemap(item):
-            listed = self._sitemaps.children(item, ex)
-            if listed.error is not None:
-                self._log.warning("sitemap-error", url=item.url, error=listed.error)
-            if listed.sitemap is not None:
-                self._log.info(
-                    "sitemap",
-                    url=item.url,
-                    kind=listed.sitemap.kind,
-                    urls=len(listed.sitemap.urls),
-                    skipped=listed.sitemap.skipped,
-                    truncated=listed.sitemap.truncated,
-                )
-            children.extend(listed.items)
+            children = self._sitemap_entries(item, ex)
         elif 200 <= ex.status < 300 and ex.body is not None:
-            found = self._extract(item, ex)
-            if found is not None:
-                if ex.content_type in HTML_TYPES and not item.is_requisite:
-                    self._record_page(ex, found.title)
-                queued, rejected = self._recent_queued, self._recent_rejected
-                for url in found.pages:
-                    if url not in queued and (url, Hop.LINK) not in rejected:
-                        children.append(item.child(url, Hop.LINK))
-                for url in found.requisites:
-                    if url not in queued and (url, Hop.EMBED) not in rejected:
-                        children.append(item.child(url, Hop.EMBED))
+            children = self._links(item, ex)
+        else:
+            children = []
         if children:
             await self.put(children)
+
+    def _redirect(self, item: CrawlItem, ex: Exchange) -> list[CrawlItem]:
+        location = ex.header("Location")
+        if not location:
+            return []
+        target = urls.resolve(item.url, location)
+        # counted like the skips of put(): summary.json's "skips" says why every skip-logged
+        # URL was not fetched
+        if target is None:
+            self._stats.skip(SkipReason.SCHEME)
+            self._outcomes.skip_log(item.url, location, SkipReason.SCHEME)
+            return []
+        if item.redirects_left <= 0:
+            self._stats.skip(SkipReason.REDIRECT_LIMIT)
+            self._outcomes.skip_log(item.url, target, SkipReason.REDIRECT_LIMIT)
+            return []
+        return [item.child(target, Hop.REDIRECT)]
+
+    def _sitemap_entries(self, item: CrawlItem, ex: Exchange) -> list[CrawlItem]:
+        listed = self._sitemaps.children(item, ex)
+        if listed.error is not None:
+            self._log.warning("sitemap-error", url=item.url, error=listed.error)
+        if listed.sitemap is not None:
+            self._log.info(
+                "sitemap",
+                url=item.url,
+                kind=listed.sitemap.kind,
+                urls=len(listed.sitemap.urls),
+                skipped=listed.sitemap.skipped,
+                truncated=listed.sitemap.truncated,
+            )
+        return list(listed.items)
+
+    def _links(self, item: CrawlItem, ex: Exchange) -> list[CrawlItem]:
+        """The page's links and requisites not queued or rejected recently; the page listed."""
+        found = self._extract(item, ex)
+        if found is None:
+            return []
+        if ex.content_type in HTML_TYPES and not item.is_requisite:
+            self._record_page(ex, found.title)
+        queued, rejected = self._recent_queued, self._recent_rejected
+        children = [
+            item.child(url, Hop.LINK)
+            for url in found.pages
+            if url not in queued and (url, Hop.LINK) not in rejected
+        ]
+        children += [
+            item.child(url, Hop.EMBED)
+            for url in found.requisites
+            if url not in queued and (url, Hop.EMBED) not in rejected
+        ]
+        return children
 
     def _extract(self, item: CrawlItem, ex: Exchange) -> links.Links | None:
         if ex.content_type not in (*HTML_TYPES, "text/css"):

@@ -258,7 +258,6 @@ async def _package(run: Run, stages: Stages) -> str | None:
             run.layout.root,
             run.layout.wacz,
             description=run.settings.description or None,
-            software=software_string(),
             seeds=list(run.seeds),
             depends_on=previous.depends_on() if previous is not None else [],
         )
@@ -397,7 +396,6 @@ def package_crawl(
     output: Path | None = None,
     *,
     description: str | None = None,
-    software: str | None = None,
     seeds: Sequence[str] | None = None,
     depends_on: Sequence[Mapping[str, Any]] | None = None,
 ) -> Path:
@@ -427,7 +425,7 @@ def package_crawl(
         pages=layout.pages,
         title=crawl_dir.name,
         description=description,
-        software=software,
+        software=software_string(),
         seeds=seeds,
         depends_on=depends_on,
     )

@@ -127,6 +127,8 @@ class _OpenFile:
 
 
 WriteFn = Callable[[int, bytes | bytearray | memoryview], int]
+#: A capture waiting to be written, and the future its worker awaits.
+_Queued = tuple[PendingCapture, "asyncio.Future[WrittenCapture]"]
 
 
 class Writer:
@@ -145,8 +147,7 @@ class Writer:
         self.factory = factory
         self.stats = WriterStats()
         self._write_fn = write_fn  # injectable so tests can simulate a full disk
-        self._queue: asyncio.Queue[tuple[PendingCapture, asyncio.Future[WrittenCapture]] | None]
-        self._queue = asyncio.Queue(maxsize=queue_size)
+        self._queue: asyncio.Queue[_Queued | None] = asyncio.Queue(maxsize=queue_size)
         self._executor = ThreadPoolExecutor(max_workers=1, thread_name_prefix="warc-writer")
         self._task: asyncio.Task[None] | None = None
         self._file: _OpenFile | None = None
@@ -213,17 +214,7 @@ class Writer:
             item = await self._queue.get()
             if item is None:
                 return
-            batch = [item]
-            stop = False
-            while len(batch) < MAX_BATCH:
-                try:
-                    nxt = self._queue.get_nowait()
-                except asyncio.QueueEmpty:
-                    break
-                if nxt is None:
-                    stop = True
-                    break
-                batch.append(nxt)
+            batch, stop = self._take_batch(item)
             captures = [capture for capture, _ in batch]
             job = loop.run_in_executor(self._executor, self._write_batch, captures)
             try:
@@ -234,17 +225,37 @@ class Writer:
             finally:
                 for capture in captures:
                     capture.close()
-            for (_, future), result in zip(batch, results, strict=False):
-                if not future.done():
-                    future.set_result(result)
-            if error is not None:
-                self._failure = error
-                for _, future in batch[len(results) :]:
-                    if not future.done():
-                        future.set_exception(error)
-                self._discard_queued()
+            self._settle(batch, results, error)
             if stop:
                 return
+
+    def _take_batch(self, first: _Queued) -> tuple[list[_Queued], bool]:
+        """``first`` and what else is queued, up to :data:`MAX_BATCH`; whether close() asked
+        the writer to stop after it."""
+        batch = [first]
+        while len(batch) < MAX_BATCH:
+            try:
+                nxt = self._queue.get_nowait()
+            except asyncio.QueueEmpty:
+                break
+            if nxt is None:
+                return batch, True
+            batch.append(nxt)
+        return batch, False
+
+    def _settle(
+        self, batch: list[_Queued], results: list[WrittenCapture], error: WriteError | None
+    ) -> None:
+        """Hand each waiting worker its result; after a write error, fail the rest for good."""
+        for (_, future), result in zip(batch, results, strict=False):
+            if not future.done():
+                future.set_result(result)
+        if error is not None:
+            self._failure = error
+            for _, future in batch[len(results) :]:
+                if not future.done():
+                    future.set_exception(error)
+            self._discard_queued()
 
     # -- thread side ----------------------------------------------------------------------
 

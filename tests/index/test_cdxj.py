@@ -1,4 +1,4 @@
-"""The CDXJ of WARC files without a journal, read back by the one WARC reader (archiver.warc.reader).
+"""The CDXJ of WARC files without a journal, read back by the one WARC reader.
 
 A crawl indexes from its writer's journals; ``archiver index`` reads foreign WARC files (and the
 files a dead process left) record by record. Either way the lines must be cdxj-indexer's, so
@@ -40,30 +40,49 @@ def record(kind: str, uri: str, block: bytes, content_type: str, *extra: str) ->
 
 
 HTTP = "application/http;msgtype=response"
+
+
+def response(uri: str, block: bytes) -> bytes:
+    return record("response", uri, block, HTTP)
+
+
 #: Legal but odd records: ways the HTTP head can be spelled that change a CDXJ field. (A status
 #: that is not a number is left out, where cdxj-indexer copies it: the index's status is a code.)
 ODD = [
-    record("response", "http://a.test/1", b"HTTP/1.1 200 OK\r\nContent-Type: text/html\r\n\r\nhi", HTTP),
-    record("response", "http://a.test/2", b"HTTP/1.1  404   Not Found\r\ncontent-type:text/plain\r\n\r\n", HTTP),
-    record("response", "http://a.test/3", b"HTTP/1.1 200 OK\r\nX: y\r\n z\r\nContent-Type:\r\n  text/css\r\n\r\n", HTTP),
-    record("response", "http://a.test/4", b"HTTP/1.1 200 OK\r\nContent-Type;x\r\nContent-Type : image/png \r\n\r\n", HTTP),
-    record("response", "http://a.test/5", b"HTTP/1.0 302\nLocation: /x\nContent-Type: \xe9t\xe9/html\n\nbody", HTTP),
-    record("response", "http://a.test/6", b"\r\nContent-Type: text/html\r\n\r\n", HTTP),
-    record("response", "http://a.test/7", b"no-HTTP-head-at-all;" * 10, HTTP),
-    record("response", "http://a.test/8", b"HTTP/1.1 200 OK\r\nContent-Type: a/b\r\n \t \r\nContent-Type: c/d\r\n\r\n", HTTP),
-    record("response", "<http://a.test/9 with space>", b"HTTP/1.1 200 OK\r\n\r\n", HTTP),
-    record("response", "dns:a.test", b"20240102030405\r\na.test. 300 IN A 192.0.2.1\r\n", "text/dns"),
+    response("http://a.test/1", b"HTTP/1.1 200 OK\r\nContent-Type: text/html\r\n\r\nhi"),
+    response("http://a.test/2", b"HTTP/1.1  404   Not Found\r\ncontent-type:text/plain\r\n\r\n"),
+    response(
+        "http://a.test/3", b"HTTP/1.1 200 OK\r\nX: y\r\n z\r\nContent-Type:\r\n  text/css\r\n\r\n"
+    ),
+    response(
+        "http://a.test/4", b"HTTP/1.1 200 OK\r\nContent-Type;x\r\nContent-Type : a/b \r\n\r\n"
+    ),
+    response(
+        "http://a.test/5", b"HTTP/1.0 302\nLocation: /x\nContent-Type: \xe9t\xe9/html\n\nbody"
+    ),
+    response("http://a.test/6", b"\r\nContent-Type: text/html\r\n\r\n"),
+    response("http://a.test/7", b"no-HTTP-head-at-all;" * 10),
+    response(
+        "http://a.test/8",
+        b"HTTP/1.1 200 OK\r\nContent-Type: a/b\r\n \t \r\nContent-Type: c/d\r\n\r\n",
+    ),
+    response("<http://a.test/9 with space>", b"HTTP/1.1 200 OK\r\n\r\n"),
+    record(
+        "response", "dns:a.test", b"20240102030405\r\na.test. 300 IN A 192.0.2.1\r\n", "text/dns"
+    ),
     record("revisit", "http://a.test/1", b"", HTTP, "WARC-Profile: x"),
     record("revisit", "http://a.test/2", b"HTTP/1.1 304 Not Modified\r\nETag: x\r\n\r\n", HTTP),
     record("resource", "file:///x.txt", b"hello", "text/plain; charset=x"),
     record("resource", "http://a.test/res", b"HTTP/1.1 200 OK\r\n\r\n", "text/plain"),
-    record("request", "http://a.test/1", b"GET /1 HTTP/1.1\r\nHost: a.test\r\n\r\n", "application/http;msgtype=request"),
+    record("request", "http://a.test/1", b"GET /1 HTTP/1.1\r\n\r\n", "application/http"),
     record("metadata", "http://a.test/1", b"via: x\r\n", "application/warc-fields"),
     record("metadata", "http://a.test/1", b"notes", "text/plain"),
     record("resource", "http://a.test/1", b"k: v\r\n", "application/warc-fields"),
-    record("response", "https://a.test/12", b"HTTP/1.1 200 OK\r\nContent-Type: a/b\r\n\tc\r\n\r\n", HTTP),
-    record("response", "https://a.test/13", b"HTTP/1.1 200 OK\r\nContent-Type: x/y\x0c\r\n\x0c\r\nContent-Type: no/no\r\n\r\n", HTTP),
-]  # fmt: skip
+    response("https://a.test/12", b"HTTP/1.1 200 OK\r\nContent-Type: a/b\r\n\tc\r\n\r\n"),
+    response(
+        "https://a.test/13", b"HTTP/1.1 200 OK\r\nContent-Type: x/y\x0c\r\n\x0c\r\nX: z\r\n\r\n"
+    ),
+]
 
 
 def cdxj_indexer(path: Path) -> list[str]:
