@@ -372,94 +372,7 @@ def render(crawl_dir: Path, summary: Mapping[str, Any], log: LogFindings | None)
     duration = float(s.get("duration_seconds", 0) or 0)
     title = seeds[0] if seeds else str(crawl_dir.name)
     reason = f" — {s['reason']}" if s.get("reason") else ""
-    failures: dict[str, int] = dict(s.get("failures", {}))
-    skips: dict[str, int] = dict(s.get("skips", {}))
-    by_status_class = [(str(k), int(v)) for k, v in s.get("by_status_class", {}).items()]
-    by_status = sorted(((str(k), int(v)) for k, v in s.get("by_status", {}).items()))
-    by_mime = [(str(k), int(v)) for k, v in s.get("by_mime", {}).items()]
-    by_host = [(str(k), int(v)) for k, v in s.get("by_host", {}).items()]
-    largest = list(s.get("largest", []))
-    traps = list(s.get("traps", []))
-
-    cards = "".join(
-        [
-            _card("captures", f"{int(s.get('captures', 0)):,}", f"{s.get('revisits', 0)} revisits"),
-            _card("pages", f"{int(s.get('pages', 0)):,}", f"{s.get('pages_per_second', 0)} /s"),
-            _card("duration", human_duration(duration), str(s.get("started", ""))),
-            _card("received", human_bytes(int(s.get("bytes_received", 0)))),
-            _card("WARC written", human_bytes(int(s.get("bytes_written", 0)))),
-            _card("dedup saved", human_bytes(int(s.get("dedup_bytes_saved", 0)))),
-            _card("failures", f"{sum(failures.values()):,}", f"{s.get('retries', 0)} retries"),
-            _card("skipped", f"{sum(skips.values()):,}"),
-        ]
-    )
-    largest_rows = [
-        (_url(str(item.get("url", ""))), e(item.get("mime") or ""), e(human_bytes(item["bytes"])))
-        for item in largest
-        if isinstance(item, dict) and isinstance(item.get("bytes"), int)
-    ]
-    trap_rows = [
-        (e(t.get("kind", "")), _url(str(t.get("pattern", ""))), e(t.get("skipped", "")))
-        for t in traps
-        if isinstance(t, dict)
-    ]
-    sections = [
-        (
-            "Captures over time",
-            time_chart(s.get("captures_over_time", []), duration),
-        ),
-    ]
-    grid = [
-        (
-            "Status",
-            bar_chart(by_status_class, colors=STATUS_COLORS, label="captures by status class")
-            + _table(
-                ("status code", "captures"), ((e(k), f"{v:,}") for k, v in by_status), numeric=1
-            ),
-        ),
-        ("MIME types", bar_chart(by_mime, label="captures by MIME type")),
-        ("Top hosts", bar_chart(by_host, label="captures by host")),
-        (
-            "Failures by reason",
-            bar_chart(sorted(failures.items(), key=lambda kv: -kv[1]), label="failures"),
-        ),
-    ]
-    detail_sections = [
-        ("Largest resources", _table(("URL", "MIME type", "size"), largest_rows, numeric=1)),
-        ("Failed URLs", _examples(log.failures if log else {}, failures)),
-        ("Skipped URLs", _examples(log.skips if log else {}, skips)),
-    ]
-    if log is not None and log.http_errors:
-        more = (
-            f" (first {len(log.http_errors)} of {log.http_error_count:,})"
-            if log.http_error_count > len(log.http_errors)
-            else ""
-        )
-        rows = [
-            (e(ex.detail), _url(ex.url), _url(ex.via) if ex.via else "seed")
-            for ex in log.http_errors
-        ]
-        detail_sections.append((f"HTTP errors{more}", _table(("status", "URL", "found on"), rows)))
-    detail_sections.append(
-        ("Crawl traps", _table(("kind", "pattern", "URLs skipped"), trap_rows, numeric=1))
-    )
-    if log is not None and log.warnings:
-        rows = [(e(level), e(kind), _url(detail)) for level, kind, detail in log.warning_examples]
-        counts = ", ".join(f"{e(k)} {v:,}" for k, v in log.warnings.most_common())
-        detail_sections.append(
-            ("Warnings and errors", f"<p>{counts}</p>" + _table(("level", "event", "detail"), rows))
-        )
-    detail_sections.append(
-        (
-            "Files written",
-            f'<p>in <span class="url">{e(crawl_dir)}</span></p>'
-            + _table(
-                ("kind", "file", "size"),
-                ((e(k), _url(f), e(z)) for k, f, z in _file_rows(crawl_dir, s)),
-                numeric=1,
-            ),
-        )
-    )
+    sections = [("Captures over time", time_chart(s.get("captures_over_time", []), duration))]
 
     def block(name: str, content: str) -> str:
         return f"<section><h2>{e(name)}</h2>{content}</section>"
@@ -479,15 +392,108 @@ def render(crawl_dir: Path, summary: Mapping[str, Any], log: LogFindings | None)
 started {e(s.get("started", "?"))} · {e(human_duration(duration))}{e(runs)} · output
 {e(s.get("output", crawl_dir))}</div></header>
 <main>
-<div class="cards">{cards}</div>
+<div class="cards">{_cards(s, duration)}</div>
 {"".join(block(n, c) for n, c in sections)}
-<div class="grid">{"".join(block(n, c) for n, c in grid)}</div>
-{"".join(block(n, c) for n, c in detail_sections)}
+<div class="grid">{"".join(block(n, c) for n, c in _charts(s))}</div>
+{"".join(block(n, c) for n, c in _details(crawl_dir, s, log))}
 </main>
 <footer>archiver {e(s.get("version", __version__))} · report generated {e(generated)} by
 archiver {e(__version__)}</footer>
 </body></html>
 """
+
+
+def _cards(s: Mapping[str, Any], duration: float) -> str:
+    """The headline figures."""
+    failures: dict[str, int] = dict(s.get("failures", {}))
+    skips: dict[str, int] = dict(s.get("skips", {}))
+    return "".join(
+        [
+            _card("captures", f"{int(s.get('captures', 0)):,}", f"{s.get('revisits', 0)} revisits"),
+            _card("pages", f"{int(s.get('pages', 0)):,}", f"{s.get('pages_per_second', 0)} /s"),
+            _card("duration", human_duration(duration), str(s.get("started", ""))),
+            _card("received", human_bytes(int(s.get("bytes_received", 0)))),
+            _card("WARC written", human_bytes(int(s.get("bytes_written", 0)))),
+            _card("dedup saved", human_bytes(int(s.get("dedup_bytes_saved", 0)))),
+            _card("failures", f"{sum(failures.values()):,}", f"{s.get('retries', 0)} retries"),
+            _card("skipped", f"{sum(skips.values()):,}"),
+        ]
+    )
+
+
+def _charts(s: Mapping[str, Any]) -> list[tuple[str, str]]:
+    """Captures by status, MIME type and host; failures by reason."""
+    failures: dict[str, int] = dict(s.get("failures", {}))
+    by_status_class = [(str(k), int(v)) for k, v in s.get("by_status_class", {}).items()]
+    by_status = sorted(((str(k), int(v)) for k, v in s.get("by_status", {}).items()))
+    by_mime = [(str(k), int(v)) for k, v in s.get("by_mime", {}).items()]
+    by_host = [(str(k), int(v)) for k, v in s.get("by_host", {}).items()]
+    return [
+        (
+            "Status",
+            bar_chart(by_status_class, colors=STATUS_COLORS, label="captures by status class")
+            + _table(
+                ("status code", "captures"), ((e(k), f"{v:,}") for k, v in by_status), numeric=1
+            ),
+        ),
+        ("MIME types", bar_chart(by_mime, label="captures by MIME type")),
+        ("Top hosts", bar_chart(by_host, label="captures by host")),
+        (
+            "Failures by reason",
+            bar_chart(sorted(failures.items(), key=lambda kv: -kv[1]), label="failures"),
+        ),
+    ]
+
+
+def _details(
+    crawl_dir: Path, s: Mapping[str, Any], log: LogFindings | None
+) -> list[tuple[str, str]]:
+    """The tables: largest resources, failed and skipped URLs, HTTP errors, traps, warnings,
+    files written."""
+    failures: dict[str, int] = dict(s.get("failures", {}))
+    skips: dict[str, int] = dict(s.get("skips", {}))
+    largest_rows = [
+        (_url(str(item.get("url", ""))), e(item.get("mime") or ""), e(human_bytes(item["bytes"])))
+        for item in list(s.get("largest", []))
+        if isinstance(item, dict) and isinstance(item.get("bytes"), int)
+    ]
+    trap_rows = [
+        (e(t.get("kind", "")), _url(str(t.get("pattern", ""))), e(t.get("skipped", "")))
+        for t in list(s.get("traps", []))
+        if isinstance(t, dict)
+    ]
+    sections = [
+        ("Largest resources", _table(("URL", "MIME type", "size"), largest_rows, numeric=1)),
+        ("Failed URLs", _examples(log.failures if log else {}, failures)),
+        ("Skipped URLs", _examples(log.skips if log else {}, skips)),
+    ]
+    if log is not None and log.http_errors:
+        more = (
+            f" (first {len(log.http_errors)} of {log.http_error_count:,})"
+            if log.http_error_count > len(log.http_errors)
+            else ""
+        )
+        rows = [
+            (e(ex.detail), _url(ex.url), _url(ex.via) if ex.via else "seed")
+            for ex in log.http_errors
+        ]
+        sections.append((f"HTTP errors{more}", _table(("status", "URL", "found on"), rows)))
+    sections.append(
+        ("Crawl traps", _table(("kind", "pattern", "URLs skipped"), trap_rows, numeric=1))
+    )
+    if log is not None and log.warnings:
+        rows = [(e(level), e(kind), _url(detail)) for level, kind, detail in log.warning_examples]
+        counts = ", ".join(f"{e(k)} {v:,}" for k, v in log.warnings.most_common())
+        sections.append(
+            ("Warnings and errors", f"<p>{counts}</p>" + _table(("level", "event", "detail"), rows))
+        )
+    files = _table(
+        ("kind", "file", "size"),
+        ((e(k), _url(f), e(z)) for k, f, z in _file_rows(crawl_dir, s)),
+        numeric=1,
+    )
+    sections.append(("Files written", f'<p>in <span class="url">{e(crawl_dir)}</span></p>' + files))
+    return sections
 
 
 def read_summary(crawl_dir: Path) -> dict[str, Any]:

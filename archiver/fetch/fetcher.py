@@ -254,16 +254,7 @@ class Fetcher:
         if session is None:
             raise RuntimeError("Fetcher.start() was not called")
         cfg = self.config
-        recorder = capture.WireRecorder(
-            algorithm=cfg.algorithm,
-            max_body=cfg.max_body,
-            max_header_bytes=cfg.max_header_bytes,
-            max_header_line=cfg.max_header_line,
-            max_headers=cfg.max_headers,
-            keep_body=cfg.keep_body,
-            spool_memory=cfg.spool_memory,
-            spool_dir=cfg.spool_dir,
-        )
+        recorder = self._recorder()
         token = capture.CURRENT_RECORDER.set(recorder)
         date = self.clock()
         started = time.monotonic()
@@ -302,31 +293,42 @@ class Fetcher:
             except OSError as exc:
                 if not recorder.headers_complete:
                     raise FetchError(f"connection error: {exc}", FailReason.CONNECT) from exc
-            if recorder.blocked:
-                raise BlockedAddressError(recorder.blocked)
-            if not recorder.headers_complete:
-                if timed_out:
-                    # which clock ran out: the whole fetch's, or the wait for the next bytes
-                    limit = (
-                        f"within {cfg.fetch_timeout:g} s"
-                        if whole.expired()
-                        else f"(nothing received for {cfg.read_timeout:g} s)"
-                    )
-                    raise FetchError(f"no complete response {limit}", FailReason.TIMEOUT)
-                raise self._header_failure(recorder, None)
+            self._check_head(recorder, timed_out=timed_out, whole_expired=whole.expired())
             return self._exchange(url, recorder, date, started, timed_out)
         finally:
             capture.CURRENT_RECORDER.reset(token)
-            if not (clean and recorder.complete):
-                recorder.abort_connection()
-            recorder.detach()
-            if response is not None:
-                if clean and recorder.complete:
-                    response.release()
-                else:
-                    response.close()
-            if recorder.response is not None and not recorder.headers_complete:
-                recorder.response.close()
+            _release(recorder, response, clean=clean)
+
+    def _recorder(self) -> capture.WireRecorder:
+        cfg = self.config
+        return capture.WireRecorder(
+            algorithm=cfg.algorithm,
+            max_body=cfg.max_body,
+            max_header_bytes=cfg.max_header_bytes,
+            max_header_line=cfg.max_header_line,
+            max_headers=cfg.max_headers,
+            keep_body=cfg.keep_body,
+            spool_memory=cfg.spool_memory,
+            spool_dir=cfg.spool_dir,
+        )
+
+    def _check_head(
+        self, recorder: capture.WireRecorder, *, timed_out: bool, whole_expired: bool
+    ) -> None:
+        """Raise unless a whole response head arrived from an address the guard allows."""
+        if recorder.blocked:
+            raise BlockedAddressError(recorder.blocked)
+        if recorder.headers_complete:
+            return
+        if timed_out:
+            # which clock ran out: the whole fetch's, or the wait for the next bytes
+            limit = (
+                f"within {self.config.fetch_timeout:g} s"
+                if whole_expired
+                else f"(nothing received for {self.config.read_timeout:g} s)"
+            )
+            raise FetchError(f"no complete response {limit}", FailReason.TIMEOUT)
+        raise self._header_failure(recorder, None)
 
     async def _drain(
         self, response: aiohttp.ClientResponse, recorder: capture.WireRecorder
@@ -402,3 +404,19 @@ class Fetcher:
 def _cert_reason(exc: aiohttp.ClientConnectorCertificateError) -> str:
     cert_error = exc.certificate_error
     return str(getattr(cert_error, "verify_message", None) or cert_error)
+
+
+def _release(
+    recorder: capture.WireRecorder, response: aiohttp.ClientResponse | None, *, clean: bool
+) -> None:
+    """Give the connection back for reuse after a whole exchange; otherwise close it."""
+    if not (clean and recorder.complete):
+        recorder.abort_connection()
+    recorder.detach()
+    if response is not None:
+        if clean and recorder.complete:
+            response.release()
+        else:
+            response.close()
+    if recorder.response is not None and not recorder.headers_complete:
+        recorder.response.close()
