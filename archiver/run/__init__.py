@@ -1,3 +1,3 @@
-"""One crawl run: wiring the stages together, the workers, the lease pipeline, the output
-directory, resume, logs and statistics.
+"""One crawl run: building its stages (wiring), the workers (crawler), one lease's pipeline,
+finishing (index, WACZ, summary), the output directory, resume, jobs, logs and statistics.
 """
