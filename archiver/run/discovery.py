@@ -16,6 +16,7 @@ import orjson
 from archiver import urls
 from archiver.extract import links
 from archiver.extract.decoding import ContentDecodingError
+from archiver.extract.links import CSS_TYPES, HTML_TYPES
 from archiver.models import CrawlItem, Exchange, Hop, SkipReason
 from archiver.policy.sitemaps import is_sitemap
 from archiver.run.outcomes import Outcomes
@@ -24,7 +25,6 @@ from archiver.timefmt import warc_date
 
 #: URLs remembered as recently queued or rejected (each set is cleared when it grows past this)
 RECENT_LIMIT = 200_000
-HTML_TYPES = ("text/html", "application/xhtml+xml")
 
 
 class Discovery:
@@ -110,7 +110,7 @@ class Discovery:
         return children
 
     def _extract(self, item: CrawlItem, ex: Exchange) -> links.Links | None:
-        if ex.content_type not in (*HTML_TYPES, "text/css"):
+        if ex.content_type not in HTML_TYPES and ex.content_type not in CSS_TYPES:
             return None
         try:
             found = links.extract(
@@ -168,4 +168,4 @@ class Discovery:
             rejected.clear()
 
 
-__all__ = ["HTML_TYPES", "RECENT_LIMIT", "Discovery"]
+__all__ = ["RECENT_LIMIT", "Discovery"]

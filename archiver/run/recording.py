@@ -14,8 +14,8 @@ import collections
 
 from archiver import urls
 from archiver.dedup.revalidation import Revalidation
+from archiver.extract.links import HTML_TYPES
 from archiver.models import Exchange, WrittenCapture
-from archiver.run.discovery import HTML_TYPES
 from archiver.run.parts import Parts, RunContext
 from archiver.warc import records
 from archiver.warc.records import Original, PendingCapture

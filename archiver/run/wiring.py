@@ -140,6 +140,8 @@ async def open_output(settings: Settings, layout: Layout) -> tuple[RunStart, Pre
 
 
 def open_log(settings: Settings, layout: Layout, console: IO[str] | None) -> CrawlLog:
+    """The run's log (crawl.log.jsonl, and crawl.log with --heritrix-log), once the
+    directories it writes into exist."""
     layout.warcs.mkdir(parents=True, exist_ok=True)
     layout.journals.mkdir(parents=True, exist_ok=True)
     return crawl_logger(
