@@ -209,8 +209,13 @@ class WireRecorder:
             # memory; the fetch fails as headers-too-large when aiohttp sees the close
             self.excess += len(data) - used
             self.abort_connection()
-        elif used < len(data) and framer.failed:
-            self._store_unframed(memoryview(data)[used:])
+        elif framer.failed:
+            if used < len(data):
+                self._store_unframed(memoryview(data)[used:])
+            if framer.headers_complete:
+                # the chunked coding broke: where this response ends can no longer be known,
+                # so what arrived is kept (marked truncated) and nothing more is waited for
+                self.abort_connection()
         elif used < len(data):
             self.excess += len(data) - used
 

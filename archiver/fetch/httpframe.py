@@ -19,10 +19,19 @@ from collections.abc import Callable
 DEFAULT_MAX_HEADER_BYTES = 256 * 1024
 DEFAULT_MAX_HEADER_LINE = 32 * 1024
 DEFAULT_MAX_HEADERS = 256
+#: Longest chunk-size line (chunk extensions included) or trailer line, in bytes.
 MAX_CHUNK_LINE = 4096
+#: Largest chunk size: a signed 64-bit length (16 significant hex digits at most).
+MAX_CHUNK_SIZE = (1 << 63) - 1
+MAX_SIZE_DIGITS = 16
+#: Most trailer field lines after the last chunk. A constant, not the configurable header
+#: limits: the verifier must reach the same verdict on a stored body as the capture did. Below
+#: aiohttp's own cap at the default header count, so a hostile trailer section is our verdict.
+MAX_TRAILER_LINES = 128
 _HEADER_END = re.compile(rb"\r?\n\r?\n")
 _STATUS_LINE = re.compile(rb"HTTP/(\d)\.(\d)[ \t]+(\d{3})(?:[ \t]([^\r\n]*))?\r?\Z")
 _CHUNK_SIZE = re.compile(rb"[ \t]*([0-9A-Fa-f]+)[ \t]*(?:;[^\r\n]*)?\r?\n\Z")
+_SIZE_DIGITS = re.compile(rb"[ \t]*0*([0-9A-Fa-f]*)")
 
 BodyCallback = Callable[[memoryview], None]
 
@@ -82,25 +91,54 @@ def header_values(headers: list[tuple[bytes, bytes]], name: bytes) -> list[bytes
 
 
 class ChunkedDecoder:
-    """Removes the chunked transfer coding (RFC 9112 section 7.1) incrementally."""
+    """Removes the chunked transfer coding (RFC 9112 section 7.1) incrementally.
 
-    __slots__ = ("_line", "_on_data", "_remaining", "_state", "done", "error", "payload_length")
+    ``chunk = chunk-size [ chunk-ext ] CRLF chunk-data CRLF``, then ``last-chunk``, the
+    trailer section and a final CRLF. A single LF is accepted wherever CRLF ends a line (the
+    size line, the end of chunk data, trailer lines), as the framer accepts it in the header
+    block: RFC 9112 section 2.2 lets a recipient recognise a bare LF as a line terminator, and
+    browsers read such bodies (Chromium's HttpChunkedDecoder strips an optional CR before each
+    LF). Anything else ends the body with :attr:`error` set, at the first byte that proves it:
+
+    * chunk data followed by anything but CRLF (or LF);
+    * a chunk-size line (chunk extensions included) or trailer line over
+      :data:`MAX_CHUNK_LINE` bytes, more than :data:`MAX_TRAILER_LINES` trailer lines;
+    * a chunk size over :data:`MAX_CHUNK_SIZE` (a signed 64-bit length, the most Chromium and
+      llhttp accept), found as soon as its digits arrive, before the line ends.
+
+    Spaces or tabs around the size (before an extension) are tolerated; the extension itself
+    is not interpreted (``;`` then anything but CR or LF).
+    """
+
+    __slots__ = (
+        "_line",
+        "_on_data",
+        "_remaining",
+        "_state",
+        "_trailers",
+        "done",
+        "error",
+        "payload_length",
+    )
 
     def __init__(self, on_data: BodyCallback | None = None) -> None:
         self._on_data = on_data
-        self._state = "size"  # size | data | data_end | trailer
+        self._state = "size"  # size | data | data_end | data_end_lf | trailer
         self._line = bytearray()
         self._remaining = 0
+        self._trailers = 0
         self.done = False
         self.error: str | None = None
         self.payload_length = 0
 
     def feed(self, data: memoryview) -> int:
-        """Consume bytes; returns how many belonged to the chunked body (less once it ended)."""
+        """Consume bytes; returns how many belonged to the chunked body (less once it ended
+        or broke: the bytes from the one that broke it on are not counted)."""
         pos = 0
         end = len(data)
         while pos < end and not self.done and self.error is None:
-            if self._state == "data":
+            state = self._state
+            if state == "data":
                 take = min(self._remaining, end - pos)
                 if self._on_data is not None:
                     self._on_data(data[pos : pos + take])
@@ -109,43 +147,75 @@ class ChunkedDecoder:
                 pos += take
                 if self._remaining == 0:
                     self._state = "data_end"
-                continue
-            # line-oriented states
-            # Look for the line end only within the longest line allowed: copying the whole
-            # rest of the input for every tiny chunk would make hostile input quadratic.
-            nl = bytes(data[pos : min(end, pos + MAX_CHUNK_LINE + 1)]).find(b"\n")
-            if nl < 0:
-                self._line += data[pos:end]
-                pos = end
-                if len(self._line) > MAX_CHUNK_LINE:
-                    self.error = "chunk-size or trailer line too long"
-                break
-            self._line += data[pos : pos + nl + 1]
-            pos += nl + 1
-            line = bytes(self._line)
-            self._line.clear()
-            if len(line) > MAX_CHUNK_LINE:
-                self.error = "chunk-size or trailer line too long"
-                break
-            if self._state == "size":
-                match = _CHUNK_SIZE.match(line)
-                if match is None:
-                    self.error = f"invalid chunk size line {line[:40]!r}"
-                    break
-                size = int(match.group(1), 16)
-                if size == 0:
-                    self._state = "trailer"
-                else:
-                    self._remaining = size
-                    self._state = "data"
-            elif self._state == "data_end":
-                if line not in (b"\r\n", b"\n"):
-                    self.error = "chunk data not followed by CRLF"
-                    break
-                self._state = "size"
-            elif line in (b"\r\n", b"\n"):  # trailer section ends with an empty line
-                self.done = True
+            elif state in ("data_end", "data_end_lf"):
+                pos = self._data_end(data[pos], pos)
+            else:
+                pos = self._feed_line(data, pos, end)
         return pos
+
+    def _data_end(self, byte: int, pos: int) -> int:
+        """One byte of the CRLF (or bare LF) that must follow chunk data."""
+        if byte == 10:  # LF: the chunk is over
+            self._state = "size"
+            return pos + 1
+        if byte == 13 and self._state == "data_end":
+            self._state = "data_end_lf"
+            return pos + 1
+        self.error = "chunk data not followed by CRLF"
+        return pos
+
+    def _feed_line(self, data: memoryview, pos: int, end: int) -> int:
+        """Collect a chunk-size or trailer line; act on it once its LF arrives."""
+        # Look for the line end only within the longest line allowed: copying the whole rest
+        # of the input for every tiny chunk would make hostile input quadratic.
+        room = MAX_CHUNK_LINE - len(self._line)
+        window = bytes(data[pos : min(end, pos + room)])
+        nl = window.find(b"\n")
+        if nl < 0:
+            self._line += window
+            if self._state == "size" and _size_digits(self._line) > MAX_SIZE_DIGITS:
+                self.error = "chunk size too large"
+            elif len(window) == room:  # MAX_CHUNK_LINE bytes and no LF: too long already
+                self.error = "chunk-size or trailer line too long"
+            else:
+                return end
+            return pos
+        self._line += window[: nl + 1]
+        line = bytes(self._line)
+        self._line.clear()
+        if self._state == "size":
+            self._size_line(line)
+        else:
+            self._trailer_line(line)
+        return pos + nl + 1
+
+    def _size_line(self, line: bytes) -> None:
+        match = _CHUNK_SIZE.match(line)
+        if match is None:
+            self.error = f"invalid chunk size line {line[:40]!r}"
+            return
+        size = int(match.group(1), 16)
+        if size > MAX_CHUNK_SIZE:
+            self.error = "chunk size too large"
+        elif size == 0:
+            self._state = "trailer"
+        else:
+            self._remaining = size
+            self._state = "data"
+
+    def _trailer_line(self, line: bytes) -> None:
+        if line in (b"\r\n", b"\n"):  # the trailer section ends with an empty line
+            self.done = True
+            return
+        self._trailers += 1
+        if self._trailers > MAX_TRAILER_LINES:
+            self.error = f"more than {MAX_TRAILER_LINES} trailer lines"
+
+
+def _size_digits(line: bytearray) -> int:
+    """Significant hex digits at the start of a (possibly unfinished) chunk-size line."""
+    match = _SIZE_DIGITS.match(line)
+    return len(match.group(1)) if match is not None else 0
 
 
 class ResponseFramer:
