@@ -11,8 +11,8 @@ from __future__ import annotations
 import email.utils
 import json
 import random
+import re
 import sqlite3
-import time
 import tracemalloc
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
@@ -535,40 +535,65 @@ def _synthetic_cdxj(path: Path, lines: int) -> None:
             fh.write(f"org,example)/p/{i:08d} 20250101000000 {json.dumps(fields)}\n")
 
 
-async def _build_measured(tmp_path: Path, lines: int) -> tuple[PreviousCrawls, int, float]:
+async def _build_measured(tmp_path: Path, lines: int) -> tuple[PreviousCrawls, int]:
     cdxj = tmp_path / f"index-{lines}.cdxj"
     _synthetic_cdxj(cdxj, lines)
     tracemalloc.start()
-    started = time.perf_counter()
     try:
         previous = await open_previous([cdxj], [cdxj])
-        seconds = time.perf_counter() - started
         _, peak = tracemalloc.get_traced_memory()
     finally:
         tracemalloc.stop()
-    return previous, peak, seconds
+    return previous, peak
 
 
-async def test_lookup_is_memory_bounded_and_fast(tmp_path: Path) -> None:
+def _query_plans(con: sqlite3.Connection, statements: list[str]) -> dict[str, list[str]]:
+    """SQLite's plan for each distinct statement shape (literals blanked), from a statement."""
+    plans: dict[str, list[str]] = {}
+    for sql in statements:
+        shape = re.sub(r"'[^']*'|\b\d+\b", "?", sql)
+        if shape not in plans:
+            rows = con.execute(f"EXPLAIN QUERY PLAN {sql}").fetchall()
+            plans[shape] = [row[3] for row in rows]
+    return plans
+
+
+async def test_lookup_is_memory_bounded_and_one_indexed_query(tmp_path: Path) -> None:
     """Building streams the CDXJ (peak memory does not grow with the line count), and each
-    lookup is one indexed query. (1,000,000 lines: ~20 s to build once, ~30 us a lookup.)"""
-    small, small_peak, _ = await _build_measured(tmp_path, 20_000)
+    lookup is one query that SQLite answers from a primary-key index (a SEARCH, never a SCAN
+    of the table). How long either takes is for a benchmark, not a test on a shared machine
+    (measured once: 1,000,000 lines, ~20 s to build, ~30 us a lookup)."""
+    small, small_peak = await _build_measured(tmp_path, 20_000)
     await small.close()
     lines = 100_000
-    previous, peak, seconds = await _build_measured(tmp_path, lines)
+    previous, peak = await _build_measured(tmp_path, lines)
     try:
         assert peak < 20_000_000, peak
         assert peak < small_peak * 1.5 + 1_000_000, (small_peak, peak)  # flat, not linear
-        assert seconds < 60
         (lookup,) = previous.dedup
-        started = time.perf_counter()
-        for i in range(0, lines, 97):
-            found = lookup.original(f"sha1:{i:032d}")
-            assert found is not None and found.url == f"http://example.org/p/{i:08d}"
-            latest = lookup.latest(f"http://example.org/p/{i:08d}")
-            assert latest is not None and latest.offset == i * 1000
-        per_lookup = (time.perf_counter() - started) / (2 * len(range(0, lines, 97)))
-        assert per_lookup < 0.002, per_lookup
+        con = lookup._con  # the lookup's own connection: the statements it really runs
+        statements: list[str] = []
+        con.set_trace_callback(statements.append)
+        probes = range(0, lines, 97)
+        try:
+            for i in probes:
+                found = lookup.original(f"sha1:{i:032d}")
+                assert found is not None and found.url == f"http://example.org/p/{i:08d}"
+                latest = lookup.latest(f"http://example.org/p/{i:08d}")
+                assert latest is not None and latest.offset == i * 1000
+        finally:
+            con.set_trace_callback(None)
+        plans = _query_plans(con, statements)
+        by_table = {
+            table: sum(f" FROM {table} " in s for s in statements)
+            for table in ("originals", "urls", "files")
+        }
+        assert by_table["originals"] == by_table["urls"] == len(probes)  # one query a lookup
+        assert by_table["files"] <= 1  # the file name, once per file (one file here)
+        assert len(statements) == sum(by_table.values())
+        for shape, details in plans.items():
+            assert len(details) == 1 and details[0].startswith("SEARCH "), (shape, details)
+            assert "PRIMARY KEY" in details[0] or "INDEX" in details[0], (shape, details)
         assert lookup.original("sha1:missing") is None
         # the WARC files of a synthetic index do not exist: nothing is referred to
         assert await previous.lookup("sha1:" + "0" * 32) is None

@@ -11,13 +11,13 @@ import re
 import shutil
 import subprocess
 import sys
-import time
 import tomllib
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 import pytest
+from aiohttp import web
 
 from archiver.config.settings import read_config
 from archiver.errors import LockedError
@@ -86,29 +86,40 @@ async def test_runs_of_a_job_store_only_what_changed(tmp_path: Path) -> None:
 
 
 async def test_two_runs_of_one_job_at_once(tmp_path: Path) -> None:
-    """The second exits at once, with a clear "locked" message, and writes nothing."""
+    """The second exits at once, with a clear "locked" message, and writes nothing: it is
+    refused while the first is provably mid-crawl (its server holds a page until the second
+    has been refused), so it did not wait for the lock."""
     job = tmp_path / "job"
     async with SiteServer() as site:
         site.add_page("/", "".join(f'<a href="/p{i}">{i}</a>' for i in range(6)))
         for i in range(6):
             site.add_page(f"/p{i}", "leaf")
-        site.delay = 0.2
-        started = asyncio.Event()
+        held = asyncio.Event()
+        release = asyncio.Event()
+        leaf = site.routes["/p0"]
+
+        async def hold(request: web.Request) -> web.StreamResponse:
+            held.set()
+            await release.wait()
+            return await leaf(request)
+
+        site.add_handler("/p0", hold)
 
         async def first() -> CrawlResult:
             settings = fast_settings(None, site.url("/"), workers=1)  # type: ignore[arg-type]
             with jobs.open_run(job, settings) as run:
-                started.set()
                 result = await Crawler(run.settings).run()
                 run.finish(result.status, result.exit_code, result.reason, result.summary)
             return result
 
         task = asyncio.create_task(first())
-        await started.wait()
-        before = time.monotonic()
-        with pytest.raises(LockedError) as caught:
-            await run_job(job, site.url("/"))
-        assert time.monotonic() - before < 1.0
+        try:
+            await asyncio.wait_for(held.wait(), 60)  # a hang guard: the first is mid-crawl
+            with pytest.raises(LockedError) as caught:
+                await run_job(job, site.url("/"))
+            assert not task.done()  # refused while the first still held its page
+        finally:
+            release.set()
         message = str(caught.value)
         assert "locked" in message and str(job.absolute()) in message
         assert f"pid {os.getpid()}" in message
@@ -159,17 +170,18 @@ def test_the_lock_holds_across_processes(tmp_path: Path) -> None:
 
 def test_cli_second_run_of_a_job_exits_locked(tmp_path: Path) -> None:
     job = tmp_path / "job"
-    with lock_held_by_another_process(job):
-        before = time.monotonic()
+    with lock_held_by_another_process(job) as holder:
+        # the lock is held until this block ends: a run that waited for it would never exit
+        # (subprocess.run's timeout is the hang guard), so exiting proves it did not wait
         proc = subprocess.run(
             [sys.executable, "-m", "archiver", "crawl", "--job", str(job), "http://127.0.0.1:9/"],
             cwd=REPO,
             capture_output=True,
             text=True,
-            timeout=60,
+            timeout=120,
             check=False,
         )
-        assert time.monotonic() - before < 10
+        assert holder.poll() is None  # refused while the lock was held
     assert proc.returncode == EXIT_LOCKED, proc.stderr
     assert "locked" in proc.stderr and str(job.absolute()) in proc.stderr
     assert not (job / "runs").exists() or not list((job / "runs").iterdir())

@@ -16,6 +16,7 @@ file runs a ``Crawler`` subclass that does it; delete the shim block after wirin
 
 from __future__ import annotations
 
+import asyncio
 import json
 import os
 import random
@@ -31,6 +32,8 @@ from pathlib import Path
 
 import pytest
 import redis
+import redis.asyncio
+from aiohttp import web
 
 from archiver.commands import verify
 from archiver.warc.naming import safe_name_part
@@ -108,6 +111,26 @@ def count_hits(site: SiteServer, threshold: int) -> threading.Event:
     return reached
 
 
+def hold_until_processes_join(site: SiteServer, server: RedisServer, crawl_id: str, n: int) -> None:
+    """Hold the seed page until ``n`` processes have joined the crawl in Redis (``open``
+    stamps each in ``P:procs`` before it seeds): every process is in before there is any work
+    to share, however slowly a loaded machine starts them. A hang guard ends the wait."""
+    home = site.routes["/"]
+
+    async def held(request: web.Request) -> web.StreamResponse:
+        client = redis.asyncio.Redis.from_url(server.url)
+        try:
+            async with asyncio.timeout(CRAWL_TIMEOUT):
+                # other processes' state, in Redis: nothing to wait on but the key itself
+                while await client.zcard(f"archiver:{{{crawl_id}}}:procs") < n:  # noqa: ASYNC110
+                    await asyncio.sleep(0.02)
+        finally:
+            await client.aclose()
+        return await home(request)
+
+    site.routes["/"] = held
+
+
 def single_process_set(seed: str, out: Path, tmp: Path) -> set[str]:
     proc = start(crawl_args(seed, out, "--frontier", "memory", "--workers", "8"), tmp / "one.log")
     finish(proc, tmp / "one.log")
@@ -142,6 +165,7 @@ def test_three_processes_capture_what_one_does(tmp_path: Path, redis_tcp: RedisS
         seed = site.url("/")
         expected = single_process_set(seed, tmp_path / "single", tmp_path)
         site.counters.hits.clear()
+        hold_until_processes_join(site, redis_tcp, "three", 3)
         out = tmp_path / "shared"
         extra = redis_args(redis_tcp, "three", "--workers", "8", "--per-host-concurrency", "24")
         logs = [tmp_path / f"p{i}.log" for i in range(3)]
@@ -184,8 +208,14 @@ def test_a_killed_process_leaves_nothing_undone(tmp_path: Path, redis_tcp: Redis
         midway = count_hits(site, len(paths) // 3)
         seed = site.url("/")
         out = tmp_path / "shared"
+        # Leases expire 15 s after their holder's last heartbeat (one every 5 s): the
+        # victim's are reaped that long after it dies, and a survivor stalled by a loaded
+        # machine for less than that keeps its own, so only the victim's URLs can be fetched
+        # twice. (4 s, as before, let a stall of a few seconds re-lease a live process's URL.)
+        # One timeout for all: each process judges who is still alive, and so who leaves
+        # last and closes the victim's files, by its own.
         extra = redis_args(
-            redis_tcp, "kill", "--workers", "8", "--per-host-concurrency", "24", lease="4"
+            redis_tcp, "kill", "--workers", "8", "--per-host-concurrency", "24", lease="15"
         )
         logs = [tmp_path / f"p{i}.log" for i in range(3)]
         procs = [start(crawl_args(seed, out, *extra), log) for log in logs]
