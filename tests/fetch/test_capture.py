@@ -552,6 +552,17 @@ async def test_https_self_signed_captured_with_tls_fields(tmp_path: Path) -> Non
         assert not responses(tmp_path / "strict" / "warcs")
 
 
-def test_payload_digest_helpers_agree() -> None:
-    body = zlib.compress(b"x")
-    assert sha1(body) == digest.digest_bytes("sha1", body)
+def test_the_digests_the_captures_are_judged_by_are_the_published_ones() -> None:
+    """The helper these tests compare records with, and archiver's own digests, give the
+    FIPS 180 test vectors in WARC's labels (sha1 Base32; sha256 Base16, as the README says):
+    literals, so neither is checked against itself."""
+    empty, abc = "3I42H3S6NNFQ2MSVX7XZKYAYSCX5QBYJ", "VGMT4NSHA2AWVOR6EVYXQUGCNSONBWE5"
+    assert sha1(b"") == digest.digest_bytes("sha1", b"") == f"sha1:{empty}"
+    assert sha1(b"abc") == digest.digest_bytes("sha1", b"abc") == f"sha1:{abc}"
+    assert digest.digest_bytes("sha256", b"abc") == (
+        "sha256:ba7816bf8f01cfea414140de5dae2223b00361a396177a9cb410ff61f20015ad"
+    )
+    # a compressed body is hashed as it is, still compressed (WARC 1.1 section 5.9)
+    compressed = b"x\x9c\xab\x00\x00\x00y\x00y"
+    assert zlib.decompress(compressed) == b"x"
+    assert sha1(compressed) == "sha1:ZCQHQ4SCBFFZLPG3VTM2KZ7N33NWKOQW"
