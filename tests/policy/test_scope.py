@@ -12,11 +12,14 @@ import json
 from pathlib import Path
 
 import pytest
+from aiohttp import web
 
+from archiver.commands import verify
 from archiver.models import CrawlItem, Hop, SkipReason
 from archiver.policy.scope import Scope, ScopeRules, url_pattern
 from tests.conftest import run_crawl
 from tests.support.site import SiteServer
+from tests.support.warcs import responses
 
 SEED = "http://www.example.org/docs/index.html"
 
@@ -258,6 +261,58 @@ async def test_max_duration(site: SiteServer, tmp_path: Path) -> None:
     assert result.reason == "max-duration of 0.5 s reached"
     assert result.summary["duration_seconds"] >= 0.5
     assert len(site.counters.hits) < pages + 1  # it did not get to the end
+
+
+@pytest.mark.parametrize(
+    ("seed_host", "twin"),
+    [("example.test", "www.example.test"), ("www.example.test", "example.test")],
+)
+async def test_host_scope_covers_the_www_twin_of_a_seed_host(
+    site: SiteServer, tmp_path: Path, seed_host: str, twin: str
+) -> None:
+    """README, --scope host: "the seeds' hosts and their www. twins". Three names resolve
+    (--resolve) to the one local server: the seed's host, its www. twin, and a sibling
+    subdomain. The twin is crawled (its own Host header, its own records); the sibling is
+    not (that is --scope domain)."""
+    port = site.port
+    names = {"seed": seed_host, "twin": twin, "sibling": "shop.example.test"}
+
+    def url(name: str, path: str) -> str:
+        return f"http://{names[name]}:{port}{path}"
+
+    async def by_host(request: web.Request) -> web.StreamResponse:
+        served.append((request.host, request.path))
+        if request.path == "/":
+            links = (url("twin", "/twin-page"), url("sibling", "/sibling-page"), "/seed-page")
+            anchors = "".join(f'<a href="{link}">{link}</a>' for link in links)
+            return web.Response(
+                text=f"<html><body>{anchors}</body></html>", content_type="text/html"
+            )
+        return web.Response(text=f"{request.host}{request.path}", content_type="text/html")
+
+    served: list[tuple[str, str]] = []
+    for path in ("/", "/twin-page", "/sibling-page", "/seed-page"):
+        site.add_handler(path, by_host)
+    out = tmp_path / "out"
+    result = await run_crawl(
+        out,
+        url("seed", "/"),
+        scope="host",
+        resolve=tuple((name, "127.0.0.1") for name in names.values()),
+    )
+    assert result.status == "completed"
+    assert sorted(served) == sorted(
+        [
+            (f"{seed_host}:{port}", "/"),
+            (f"{seed_host}:{port}", "/seed-page"),
+            (f"{twin}:{port}", "/twin-page"),
+        ]
+    )
+    captured = {r.uri for r in responses(out / "warcs")}
+    assert captured == {url("seed", "/"), url("seed", "/seed-page"), url("twin", "/twin-page")}
+    assert skip_reasons(out) == {url("sibling", "/sibling-page"): "scope"}
+    report = verify.verify([out / "warcs"], index=out / "index.cdxj")
+    assert report.ok, verify.render(report)
 
 
 async def test_per_host_budget_across_pages(site: SiteServer, tmp_path: Path) -> None:

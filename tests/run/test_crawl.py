@@ -7,8 +7,11 @@ page (not crawled: another host) and an image (a page requisite: crawled).
 
 from __future__ import annotations
 
+import collections
 import gzip
+import hashlib
 import json
+import re
 import socket
 from collections.abc import AsyncIterator
 from pathlib import Path
@@ -263,6 +266,38 @@ async def test_warcio_and_fastwarc_read_every_record(
     corrupt_one_payload_byte(path, broken, site.url("/a.html"))
     with pytest.raises(ArchiveLoadFailed, match="digest failed"):
         warcio_digest_check(broken)
+
+
+async def test_a_sha256_crawl_writes_base16_sha256_digests(tmp_path: Path) -> None:
+    """README: "sha1 Base32 (``--digest sha256`` for Base16 sha256)". Every digest of the
+    crawl is ``sha256:`` and 64 lowercase hex digits, and equals hashlib's over the block and
+    over the payload (the body after the HTTP head: the site sends no chunked body); verify
+    passes and the index is cdxj-indexer's."""
+    async with SiteServer() as site, SiteServer(host="127.0.0.2") as other:
+        expected = build_site(site, other)
+        out = tmp_path / "out"
+        result = await run_crawl(out, site.url("/"), allow_private=True, workers=4, digest="sha256")
+    assert result.status == "completed", result.reason
+    records = read_records(out / "warcs")
+    assert {r.uri for r in records if r.type == "response"} == expected
+    base16 = re.compile(r"sha256:[0-9a-f]{64}")
+    kinds: collections.Counter[str] = collections.Counter()
+    for rec in records:
+        block_digest = rec.get("WARC-Block-Digest")
+        assert block_digest is not None and base16.fullmatch(block_digest), rec.type
+        assert block_digest == "sha256:" + hashlib.sha256(rec.block).hexdigest(), rec.type
+        payload_digest = rec.get("WARC-Payload-Digest")
+        if rec.type in ("response", "request"):
+            assert payload_digest is not None and base16.fullmatch(payload_digest)
+            body = rec.block.split(b"\r\n\r\n", 1)[1]
+            assert payload_digest == "sha256:" + hashlib.sha256(body).hexdigest()
+        kinds[rec.type] += 1
+    assert kinds["response"] == kinds["request"] == len(expected)
+    report = verify.verify([out / "warcs"], index=out / "index.cdxj")
+    assert report.ok, verify.render(report)
+    assert report.payloads_checked >= 2 * len(expected)
+    assert (out / "index.cdxj").read_text().splitlines() == reference_cdxj(out / "warcs")
+    assert "digest-policy:" in records[0].block.decode()
 
 
 async def test_index_equals_cdxj_indexer(

@@ -6,9 +6,10 @@ served by the test's own event loop, so the server's request log says exactly wh
 * **IDNA (checklist item 18).** A seed with a U-label host (``faß.test``) mapped by ``--resolve``
   to 127.0.0.1 is requested, recorded and indexed under its A-label (``xn--fa-hia.test``), and
   ``--resolve`` matches whichever spelling the operator typed.
-* **SIGTERM with slow in-flight fetches (item 29).** The first SIGTERM lets in-flight fetches
-  run for ``--grace-period``, no longer: trickling responses that never end are cut at the grace
-  period (and fetched again on resume); ones that end within it are captured whole.
+* **SIGTERM or Ctrl-C with slow in-flight fetches (item 29).** The first SIGTERM or SIGINT
+  lets in-flight fetches run for ``--grace-period``, no longer: trickling responses that never
+  end are cut at the grace period (and fetched again on resume); ones that end within it are
+  captured whole. A second SIGINT stops at once; the same command then completes the crawl.
 * **Free disk space (item 36).** ``--min-free-disk`` above the real free space of the output
   filesystem refuses to start; space taken mid-crawl (a real ``posix_fallocate`` in the same
   filesystem: a tmpfs of the test's own) stops the crawl at the next check. Both stop cleanly
@@ -185,13 +186,28 @@ async def until(event: asyncio.Event, proc: asyncio.subprocess.Process) -> None:
         pytest.fail(f"the crawler exited ({code}) before the condition was met:\n{err}")
 
 
-async def stop_with_sigterm(proc: asyncio.subprocess.Process) -> tuple[int, str, float]:
-    """SIGTERM the crawler; its exit code, stderr, and seconds from the signal to its exit
+async def stop_with(
+    proc: asyncio.subprocess.Process, sig: signal.Signals = signal.SIGTERM
+) -> tuple[int, str, float]:
+    """Signal the crawler once; its exit code, stderr, and seconds from the signal to its exit
     (for lower bounds only: how fast a loaded machine exits is not the test's business)."""
     sent = time.monotonic()
-    proc.send_signal(signal.SIGTERM)
+    proc.send_signal(sig)
     code, err = await finish(proc)
     return code, err, time.monotonic() - sent
+
+
+async def said(proc: asyncio.subprocess.Process, text: str) -> str:
+    """Read the crawler's stderr until a line holds ``text``; what was read (hang-guarded)."""
+    assert proc.stderr is not None
+    lines: list[str] = []
+    async with asyncio.timeout(RUN_TIMEOUT):
+        while not lines or text not in lines[-1]:
+            line = await proc.stderr.readline()
+            if not line:
+                pytest.fail(f"the crawler exited without saying {text!r}:\n{''.join(lines)}")
+            lines.append(line.decode("utf-8", "replace"))
+    return "".join(lines)
 
 
 def read_json(path: Path) -> Any:
@@ -280,9 +296,15 @@ async def test_a_u_label_seed_is_requested_recorded_and_indexed_as_its_a_label(
     assert report.ok, verify.render(report)
 
 
-# ============================================================================ SIGTERM (item 29)
-async def test_sigterm_cuts_endless_slow_fetches_at_the_grace_period_and_resume_refetches(
-    raw_server: RawServer, tmp_path: Path
+# ======================================================== SIGTERM and Ctrl-C (item 29)
+#: the first SIGTERM or SIGINT (Ctrl-C) stops gracefully; README: "Press Ctrl-C once to stop
+#: gracefully (in-flight fetches finish ...; exit code 3), twice to stop at once"
+STOP_SIGNALS = pytest.mark.parametrize("sig", [signal.SIGTERM, signal.SIGINT], ids=["TERM", "INT"])
+
+
+@STOP_SIGNALS
+async def test_a_stop_signal_cuts_endless_slow_fetches_at_the_grace_period_and_resume_refetches(
+    raw_server: RawServer, tmp_path: Path, sig: signal.Signals
 ) -> None:
     grace = 1.0
     out = tmp_path / "crawl"
@@ -294,10 +316,10 @@ async def test_sigterm_cuts_endless_slow_fetches_at_the_grace_period_and_resume_
     proc = await start(args)
     await until(site.trickle.in_flight, proc)  # all 4 slow fetches are on the wire
 
-    code, err, took = await stop_with_sigterm(proc)
+    code, err, took = await stop_with(proc, sig)
 
     assert code == EXIT_INTERRUPTED, err
-    assert "SIGTERM: finishing in-flight fetches" in err
+    assert f"{sig.name}: finishing in-flight fetches" in err
     # it waited for the in-flight fetches for the grace period...
     assert took >= grace, (took, err)
     # ...then hung up on every one of them, half an hour before their end: exiting at all
@@ -305,7 +327,7 @@ async def test_sigterm_cuts_endless_slow_fetches_at_the_grace_period_and_resume_
     await asyncio.wait_for(site.trickle.all_cut.wait(), RUN_TIMEOUT)
     assert site.trickle.cut == 4
     assert_stopped_resumably(out)
-    assert read_json(out / "summary.json")["reason"] == "stopped by SIGTERM"
+    assert read_json(out / "summary.json")["reason"] == f"stopped by {sig.name}"
     captured = {r.uri for r in responses(out / "warcs")}
     slow_urls = {raw_server.url(p) for p in site.slow_paths}
     assert not captured & slow_urls  # cut fetches leave no record: resume fetches them
@@ -322,8 +344,9 @@ async def test_sigterm_cuts_endless_slow_fetches_at_the_grace_period_and_resume_
         assert len(raw_server.requests_for(path)) == 1, path
 
 
-async def test_sigterm_lets_slow_fetches_that_end_within_the_grace_period_finish(
-    raw_server: RawServer, tmp_path: Path
+@STOP_SIGNALS
+async def test_a_stop_signal_lets_slow_fetches_that_end_within_the_grace_period_finish(
+    raw_server: RawServer, tmp_path: Path, sig: signal.Signals
 ) -> None:
     # an hour: a crawler that waited out the grace period would hit the hang guard instead
     grace = 3600.0
@@ -336,9 +359,10 @@ async def test_sigterm_lets_slow_fetches_that_end_within_the_grace_period_finish
     proc = await start(args)
     await until(site.trickle.in_flight, proc)
 
-    code, err, took = await stop_with_sigterm(proc)
+    code, err, took = await stop_with(proc, sig)
 
     assert code == EXIT_INTERRUPTED, err
+    assert f"{sig.name}: finishing in-flight fetches" in err
     # it stopped once the fetches ended (after they had all been served whole, below), not
     # at the end of the grace period
     assert took < grace, (took, err)
@@ -355,6 +379,41 @@ async def test_sigterm_lets_slow_fetches_that_end_within_the_grace_period_finish
     assert_complete(out, site.urls())
     for path in site.paths:  # what finished during the grace period is not fetched again
         assert len(raw_server.requests_for(path)) == 1, path
+
+
+async def test_a_second_ctrl_c_stops_at_once_and_resume_completes(
+    raw_server: RawServer, tmp_path: Path
+) -> None:
+    """Ctrl-C twice: the first waits for in-flight fetches (here: endless ones, with an hour of
+    grace), the second stops at once. Exit code 3, a resumable state, and the same command
+    completes the crawl with every page exactly once (the cut fetches fetched again)."""
+    out = tmp_path / "crawl"
+    site = mixed_site(raw_server, slow=4, fast=30, trickle_bytes=10_000)
+    args = crawl_args(raw_server.url("/"), out, "--grace-period", "3600", "--min-free-disk", "0")
+    proc = await start(args)
+    with _reaped(proc):
+        await until(site.trickle.in_flight, proc)
+        proc.send_signal(signal.SIGINT)
+        before = await said(proc, "SIGINT: finishing in-flight fetches")
+        proc.send_signal(signal.SIGINT)  # once the first was taken: signals do not queue
+        code, err = await finish(proc)  # an hour of grace left: only "at once" gets here
+
+    assert code == EXIT_INTERRUPTED, before + err
+    assert "SIGINT: stopping now" in err
+    await asyncio.wait_for(site.trickle.all_cut.wait(), RUN_TIMEOUT)
+    assert read_json(out / "state" / "crawl.json")["status"] == "interrupted"
+    assert read_json(out / "summary.json")["reason"] == "stopped by SIGINT"
+    slow_urls = {raw_server.url(p) for p in site.slow_paths}
+    assert not {r.uri for r in responses(out / "warcs")} & slow_urls
+
+    site.trickle.slow = False
+    code, err = await run(args)  # the same command
+
+    assert code == EXIT_OK, err
+    assert "resuming the crawl" in err
+    assert_complete(out, site.urls())
+    for path in site.slow_paths:  # cut once, fetched again once
+        assert len(raw_server.requests_for(path)) == 2, path
 
 
 # ============================================================================ disk (item 36)

@@ -262,6 +262,46 @@ def test_a_damaged_open_warc_is_repaired_on_resume(
     assert_complete(out, server, paths)
 
 
+def test_archiver_index_closes_the_open_files_a_killed_crawl_left(
+    site: Site, tmp_path: Path, rng: random.Random
+) -> None:
+    """README: ``archiver index DIR`` "closes files a killed process left open". After a
+    SIGKILL the file being written is ``.open`` (its last member maybe cut); the command cuts
+    it to whole captures, gives it its final name, and indexes it: verify passes, and the
+    index is cdxj-indexer's over the closed files."""
+    server, _, hits = site
+    out = tmp_path / "crawl"
+    assert kill_after(start(server.url("/"), out), hits, rng.randint(300, 900))
+    opened = sorted((out / "warcs").glob("*.warc.gz.open"))
+    assert opened, "the kill left no .open file"
+    sizes = {path.name.removesuffix(".open"): path.stat().st_size for path in opened}
+
+    proc = subprocess.run(
+        [sys.executable, "-m", "archiver", "index", str(out)],
+        cwd=REPO,
+        capture_output=True,
+        text=True,
+        timeout=RUN_TIMEOUT,
+        check=False,
+    )
+
+    assert proc.returncode == EXIT_OK, proc.stderr
+    assert not list((out / "warcs").rglob("*.open"))
+    for name, size in sizes.items():
+        closed = out / "warcs" / name
+        assert closed.is_file() and 0 < closed.stat().st_size <= size  # cut, never grown
+    lines = (out / "index.cdxj").read_text().splitlines()
+    assert (
+        proc.stdout.strip() == f"archiver: wrote {len(lines)} index lines to {out / 'index.cdxj'}"
+    )
+    assert lines == reference_cdxj(out / "warcs")
+    indexed = {json.loads(line.split(" ", 2)[2])["filename"] for line in lines}
+    assert set(sizes) <= indexed  # the closed files are in the index
+    report = verify.verify([out / "warcs"], index=out / "index.cdxj")
+    assert report.ok, verify.render(report)
+    assert report.files == len(list((out / "warcs").glob("*.warc.gz")))
+
+
 async def test_a_full_disk_stops_cleanly_and_resume_completes(tmp_path: Path) -> None:
     out = tmp_path / "crawl"
     async with SiteServer() as server:
