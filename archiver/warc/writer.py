@@ -157,6 +157,10 @@ class Writer:
         #: seal files as soon as they are closed (standalone use); the crawler seals itself
         self._auto_seal = auto_seal
         self._retired: dict[str, Path] = {}
+        #: files holding a capture whose writer was no longer waiting for it (its worker was
+        #: cancelled: an immediate stop, a grace period run out): no one will commit it, so
+        #: the file must keep its ``.open`` name for the resume repair to cut it
+        self._unclaimed: set[str] = set()
         self._retired_lock = threading.Lock()
 
     # -- coroutine side ----------------------------------------------------------------------
@@ -246,9 +250,15 @@ class Writer:
     def _settle(
         self, batch: list[_Queued], results: list[WrittenCapture], error: WriteError | None
     ) -> None:
-        """Hand each waiting worker its result; after a write error, fail the rest for good."""
+        """Hand each waiting worker its result; after a write error, fail the rest for good.
+
+        A result nobody waits for any more (its worker was cancelled) marks its file as
+        unclaimed: that capture will never be committed."""
         for (_, future), result in zip(batch, results, strict=False):
-            if not future.done():
+            if future.cancelled():
+                with self._retired_lock:
+                    self._unclaimed.add(result.filename)
+            elif not future.done():
                 future.set_result(result)
         if error is not None:
             self._failure = error
@@ -431,9 +441,10 @@ class Writer:
             self.seal([handle.final_name])
 
     def retired(self) -> list[str]:
-        """Final names of closed files still called ``.open`` (written, not yet sealed)."""
+        """Final names of closed files still called ``.open`` (written, not yet sealed), less
+        those holding a capture nobody waited for (they stay ``.open`` for the resume repair)."""
         with self._retired_lock:
-            return list(self._retired)
+            return [name for name in self._retired if name not in self._unclaimed]
 
     def seal(self, names: Iterable[str]) -> list[Path]:
         """Rename closed files from ``.open`` to their final names, then fsync the directory.

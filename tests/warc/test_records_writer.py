@@ -6,6 +6,7 @@ serialised bytes can be compared with a literal.
 
 from __future__ import annotations
 
+import asyncio
 import errno
 import itertools
 import os
@@ -25,7 +26,7 @@ from archiver.spool import Spool
 from archiver.warc.naming import safe_name_part
 from archiver.warc.records import Original, RecordFactory, fields_block
 from archiver.warc.writer import Writer, WriterConfig
-from tests.support.warcs import read_records
+from tests.support.warcs import read_records, responses
 
 WHEN = datetime(2026, 11, 22, 10, 0, 0, 123456, tzinfo=UTC)
 
@@ -230,6 +231,35 @@ async def test_serials_continue_across_runs_with_a_prefix_that_needs_cleaning(
         await writer.close()
     serials = sorted(p.name.split("-")[3] for p in (tmp_path / "w").glob("*.warc.gz"))
     assert serials == ["00000", "00001"]
+
+
+async def test_a_capture_nobody_waits_for_keeps_its_file_open(tmp_path: Path) -> None:
+    """A worker cancelled while its capture is being written (an immediate stop, a grace
+    period run out) never hands the capture to the frontier, so a resumed crawl fetches the
+    URL again: the file holding it must not be offered for sealing, and keeps the ``.open``
+    name the resume repair cuts back. (It was sealed, and the page was captured twice.)"""
+    factory = RecordFactory()
+    directory = tmp_path / "w"
+    journal = writer_journal(tmp_path / "j")
+    config = WriterConfig(directory, journal, prefix="C", host="h", max_size=1)
+    writer = Writer(config, factory, auto_seal=False)  # as the crawler runs it
+    writer.start()
+    awaited = await writer.write(factory.capture(exchange(RESPONSE, body=b"hello")))
+    abandoned = asyncio.create_task(
+        writer.write(factory.capture(exchange(RESPONSE, body=b"hello", url="http://x.test/")))
+    )
+    await asyncio.sleep(0)  # queued, its worker now waiting for the write
+    abandoned.cancel()
+    await writer.close()  # the queued capture is written all the same
+    assert abandoned.cancelled()
+    (unclaimed,) = {p.name.removesuffix(".open") for p in directory.glob("*.open")} - {
+        awaited.filename
+    }
+    assert [r.uri for r in responses(directory / (unclaimed + ".open"))] == ["http://x.test/"]
+    assert writer.retired() == [awaited.filename]  # offered for sealing: only the other one
+    writer.seal(writer.retired())
+    assert (directory / awaited.filename).is_file()
+    assert (directory / (unclaimed + ".open")).is_file()
 
 
 async def test_write_error_is_loud_and_leaves_valid_file(tmp_path: Path) -> None:
