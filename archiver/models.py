@@ -224,6 +224,17 @@ class WrittenCapture:
         return None
 
 
+@dataclass(frozen=True, slots=True)
+class Original:
+    """The earlier capture a revisit refers to (WARC 1.1 section 6.7.2: ``WARC-Refers-To``,
+    ``WARC-Refers-To-Target-URI``, ``WARC-Refers-To-Date``): what a payload-digest index maps a
+    digest to."""
+
+    record_id: str | None
+    target_uri: str
+    date: str  #: its WARC-Date
+
+
 class Outcome(enum.StrEnum):
     """How a frontier task ended."""
 
@@ -276,3 +287,14 @@ class ResumeInfo:
     queued: int = 0
     done: int = 0
     notes: list[str] = field(default_factory=list)
+
+
+@dataclass(frozen=True, slots=True)
+class CachedRobots:
+    """A robots.txt as fetched: enough for any process to parse it again (RFC 9309 section 2.3:
+    the status decides allow-all or disallow-all when there is no usable body)."""
+
+    body: bytes  #: content coding removed (what ``parse_robots`` reads)
+    status: int | None  #: HTTP status; None when the fetch failed (unreachable)
+    fetched_at: float  #: Unix time of the fetch (wall clock: processes on several machines)
+    url: str = ""  #: where the body came from (the last hop of a redirect chain)

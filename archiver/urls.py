@@ -28,7 +28,7 @@ from __future__ import annotations
 import ipaddress
 import re
 from functools import lru_cache
-from urllib.parse import unquote, urlsplit
+from urllib.parse import unquote, urlsplit, urlunsplit
 
 import idna
 
@@ -428,3 +428,20 @@ def request_target(url: str) -> str:
     rest = url.split("://", 1)[1]
     i = rest.find("/")
     return rest[i:] if i >= 0 else "/"
+
+
+def redact_url(url: str) -> str:
+    """``url`` without the password of its userinfo (``redis://:***@host``, as for messages).
+
+    A user name stays (it says which account was used); a password never does.
+    """
+    try:
+        parts = urlsplit(url)
+        password = parts.password
+    except ValueError:
+        return url
+    if password is None:
+        return url
+    host = parts.netloc.rsplit("@", 1)[-1]
+    user = parts.username or ""
+    return urlunsplit(parts._replace(netloc=f"{user}:***@{host}"))

@@ -22,8 +22,8 @@ from pathlib import Path
 from typing import Any
 
 from archiver.errors import SettingsError
-from archiver.policy.credentials import redact_headers, redact_url
-from archiver.urls import InvalidURLError, normalize_host
+from archiver.policy.credentials import redact_headers
+from archiver.urls import InvalidURLError, normalize_host, redact_url
 
 Parser = Callable[..., Any]
 

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from typing import Protocol
 
-from archiver.warc.records import Original
+from archiver.models import Original
 
 
 class DigestIndex(Protocol):

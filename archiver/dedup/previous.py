@@ -26,8 +26,8 @@ from typing import Any
 from archiver.dedup.revalidation import Revalidation, find_revalidation, not_modified_revisit
 from archiver.dedup.sources import Capture, Source, SourceLookup, open_source
 from archiver.errors import ArchiverError
-from archiver.models import Exchange
-from archiver.warc.records import Original, PendingCapture, RecordFactory
+from archiver.models import Exchange, Original
+from archiver.warc.records import PendingCapture, RecordFactory
 
 
 @dataclass(slots=True)

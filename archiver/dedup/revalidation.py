@@ -18,10 +18,9 @@ from dataclasses import dataclass
 from archiver import digest as digests
 from archiver.dedup.sources import Capture, Source, SourceLookup, read_stored
 from archiver.fetch.httpframe import dechunk
-from archiver.models import Exchange
+from archiver.models import Exchange, Original
 from archiver.warc.records import (
     PROFILE_NOT_MODIFIED,
-    Original,
     PendingCapture,
     PendingRecord,
     RecordFactory,

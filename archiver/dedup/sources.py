@@ -40,8 +40,8 @@ from typing import Any
 
 from archiver.errors import OutputError, SettingsError, WarcFormatError
 from archiver.fetch.httpframe import header_values, split_header_block
+from archiver.models import Original
 from archiver.warc.reader import RecordHead, RecordPrefix, read_prefix_at
-from archiver.warc.records import Original
 
 #: Crawl statuses whose captures may be referred to (see the module docstring).
 USABLE_STATUSES = ("completed", "limit")

@@ -166,12 +166,17 @@ from redis.retry import Retry
 
 from archiver.errors import FrontierError, FrontierUnavailableError
 from archiver.frontier.base import Lease
-from archiver.models import CrawlItem, FrontierStats, Outcome, ResumeInfo, TaskResult
-from archiver.policy.credentials import redact_url
+from archiver.models import (
+    CachedRobots,
+    CrawlItem,
+    FrontierStats,
+    Original,
+    Outcome,
+    ResumeInfo,
+    TaskResult,
+)
 from archiver.policy.politeness import HostGate
-from archiver.policy.robots import CachedRobots
-from archiver.urls import host_port
-from archiver.warc.records import Original
+from archiver.urls import host_port, redact_url
 
 T = TypeVar("T")
 

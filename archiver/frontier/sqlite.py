@@ -63,10 +63,9 @@ from typing import Any
 from archiver.errors import FrontierError
 from archiver.frontier.base import Lease
 from archiver.frontier.memory import HostScheduler
-from archiver.models import CrawlItem, FrontierStats, Outcome, ResumeInfo, TaskResult
+from archiver.models import CrawlItem, FrontierStats, Original, Outcome, ResumeInfo, TaskResult
 from archiver.policy.politeness import HostGate
 from archiver.urls import host_port
-from archiver.warc.records import Original
 
 # -- per-URL states ---------------------------------------------------------------------------
 QUEUED = 0  #: waiting on disk only (no process holds it in memory)

@@ -25,7 +25,6 @@ from __future__ import annotations
 
 import re
 from collections.abc import Iterable, Mapping
-from urllib.parse import urlsplit, urlunsplit
 
 from archiver.urls import InvalidURLError, normalize_host, scheme_host_port
 
@@ -45,23 +44,6 @@ def is_credential_header(name: str) -> bool:
 def redact_headers(headers: Iterable[tuple[str, str]]) -> list[list[str]]:
     """``[name, value]`` pairs with the values of credential headers redacted."""
     return [[name, REDACTED if is_credential_header(name) else value] for name, value in headers]
-
-
-def redact_url(url: str) -> str:
-    """``url`` without the password of its userinfo (``redis://:***@host``, as for messages).
-
-    A user name stays (it says which account was used); a password never does.
-    """
-    try:
-        parts = urlsplit(url)
-        password = parts.password
-    except ValueError:
-        return url
-    if password is None:
-        return url
-    host = parts.netloc.rsplit("@", 1)[-1]
-    user = parts.username or ""
-    return urlunsplit(parts._replace(netloc=f"{user}:***@{host}"))
 
 
 def credential_scope(
@@ -100,5 +82,4 @@ __all__ = [
     "is_credential_header",
     "may_send_credentials",
     "redact_headers",
-    "redact_url",
 ]

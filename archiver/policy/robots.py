@@ -58,7 +58,7 @@ from protego import Protego
 from archiver import urls
 from archiver.errors import BlockedAddressError, FetchError
 from archiver.extract.decoding import ContentDecodingError, decode_content
-from archiver.models import CrawlItem, Exchange, Truncation
+from archiver.models import CachedRobots, CrawlItem, Exchange, Truncation
 
 #: Fetch a URL and archive the exchange as part of the current lease (the crawler's
 #: ``ArchiveFetch``; declared again here because robots sits below the crawler).
@@ -245,16 +245,6 @@ class _Fetched:
     error: str | None = None
     body: bytes = b""  #: the parsed text (content coding removed), for the shared cache
     last_url: str = ""  #: the last hop of a redirect chain
-
-
-@dataclass(frozen=True, slots=True)
-class CachedRobots:
-    """A robots.txt as fetched: enough for any process to parse it again."""
-
-    body: bytes  #: content coding removed (what ``parse_robots`` reads)
-    status: int | None  #: HTTP status; None when the fetch failed (unreachable)
-    fetched_at: float  #: Unix time of the fetch (wall clock: processes on several machines)
-    url: str = ""  #: where the body came from (the last hop of a redirect chain)
 
 
 class RobotsCache(Protocol):

@@ -27,7 +27,7 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 
 from archiver import digest
-from archiver.models import Exchange, Truncation
+from archiver.models import Exchange, Original, Truncation
 from archiver.spool import Spool
 from archiver.timefmt import Clock, utcnow, warc_date
 
@@ -106,15 +106,6 @@ def cdx_mime(content_type: str | None) -> str | None:
     if content_type is None:
         return None
     return _MIME_SPLIT.split(content_type, 1)[0].strip()
-
-
-@dataclass(frozen=True, slots=True)
-class Original:
-    """The earlier capture a revisit refers to."""
-
-    record_id: str | None
-    target_uri: str
-    date: str  #: its WARC-Date
 
 
 class RecordFactory:

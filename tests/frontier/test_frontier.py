@@ -31,9 +31,8 @@ from archiver.errors import FrontierError
 from archiver.frontier.base import Frontier
 from archiver.frontier.memory import MemoryFrontier
 from archiver.frontier.sqlite import Bloom, SqliteDigestIndex, SqliteFrontier
-from archiver.models import CrawlItem, Hop, Outcome, TaskResult, WrittenCapture
+from archiver.models import CrawlItem, Hop, Original, Outcome, TaskResult, WrittenCapture
 from archiver.policy.politeness import HostGate
-from archiver.warc.records import Original
 
 REPO = Path(__file__).resolve().parents[2]
 DONE = TaskResult(Outcome.DONE, status=200)

@@ -27,12 +27,19 @@ from archiver.frontier.redis import (
     decode_item,
     encode_item,
 )
-from archiver.models import CrawlItem, Exchange, Outcome, TaskResult, WrittenCapture
+from archiver.models import (
+    CachedRobots,
+    CrawlItem,
+    Exchange,
+    Original,
+    Outcome,
+    TaskResult,
+    WrittenCapture,
+)
 from archiver.policy.politeness import HostGate
-from archiver.policy.robots import CachedRobots, Robots
+from archiver.policy.robots import Robots
 from archiver.run.crawler import Crawler
 from archiver.spool import Spool
-from archiver.warc.records import Original
 from tests.conftest import fast_settings
 from tests.support.redis_server import RedisServer
 from tests.support.site import SiteServer

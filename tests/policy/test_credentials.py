@@ -20,8 +20,8 @@ from archiver.policy.credentials import (
     credential_scope,
     is_credential_header,
     may_send_credentials,
-    redact_url,
 )
+from archiver.urls import redact_url
 from tests.conftest import run_crawl
 from tests.support.site import SiteServer
 from tests.support.tls import self_signed_server

@@ -21,10 +21,10 @@ import pytest
 from archiver import digest
 from archiver.errors import WriteError
 from archiver.index.cdxj import writer_journal
-from archiver.models import Exchange, TlsInfo
+from archiver.models import Exchange, Original, TlsInfo
 from archiver.spool import Spool
 from archiver.warc.naming import safe_name_part
-from archiver.warc.records import Original, RecordFactory, fields_block
+from archiver.warc.records import RecordFactory, fields_block
 from archiver.warc.writer import Writer, WriterConfig
 from tests.support.warcs import read_records, responses
 
