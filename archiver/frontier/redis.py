@@ -175,7 +175,7 @@ from archiver.models import (
     ResumeInfo,
     TaskResult,
 )
-from archiver.policy.politeness import HostGate
+from archiver.policy.politeness import HostGate, host_report
 from archiver.urls import host_port, redact_url
 
 T = TypeVar("T")
@@ -366,13 +366,16 @@ end
 return {out, string.format('%.6f', hint), reaped, stale}
 """
 
-# ARGV: conc, max pause, then one record per outcome, NUL-separated: token, outcome (d/f/s/r),
-# politeness kind (0 neutral, 1 success, 2 failure of the host), pause seconds (or -1), retry
-# delay, number of captures, host, then file, start, end per capture, then the item.
+# ARGV: conc, max pause, backoff threshold, first backoff, backoff factor, commits TTL, then one
+# record per outcome, NUL-separated: token, outcome (d/f/s/r), host report (politeness.HostReport:
+# 0 neutral, 1 healthy, 2 failing), pause seconds (or -1), retry delay, number of captures, host,
+# then file, start, end per capture, then the item.
 _ACK = r"""
 local conc, max_pause = tonumber(ARGV[1]), tonumber(ARGV[2])
+local threshold, first, factor = tonumber(ARGV[3]), tonumber(ARGV[4]), tonumber(ARGV[5])
+local commits_ttl = tonumber(ARGV[6])
 local late, dup = 0, 0
-for r = 3, #ARGV do
+for r = 7, #ARGV do
   local f = fields(ARGV[r], 7)
   local tok, outcome, kind, pause = f[1], f[2], f[3], tonumber(f[4])
   local delay, ncaps, host = tonumber(f[5]), tonumber(f[6]), f[7]
@@ -388,7 +391,9 @@ for r = 3, #ARGV do
     local fails = tonumber(st[3]) or 0
     if kind == '2' then
       fails = fails + 1
-      if fails >= 3 then pause = math.max(pause, math.min(2 ^ (fails - 3) * 5, max_pause)) end
+      if fails >= threshold then
+        pause = math.max(pause, math.min(first * factor ^ (fails - threshold), max_pause))
+      end
     elseif kind == '1' then
       fails = 0
     end
@@ -414,7 +419,7 @@ for r = 3, #ARGV do
   for c = 1, 3 * ncaps, 3 do
     local ck = P .. 'commits:' .. caps[c]
     redis.call('HSET', ck, caps[c + 1] .. ' ' .. caps[c + 2], host .. '\0' .. item)
-    redis.call('EXPIRE', ck, 604800)
+    redis.call('EXPIRE', ck, commits_ttl)
   end
 end
 if late > 0 then redis.call('HINCRBY', C, 'late', late) end
@@ -1032,14 +1037,6 @@ class RedisFrontier:
     async def task_done(self, lease: Lease, result: TaskResult) -> None:
         self._check()
         outcome = result.outcome
-        # HostGate.release's rule: a 5xx or no response at all is a failure of the host
-        server_error = result.status is not None and result.status >= 500
-        no_response = outcome in (Outcome.RETRY, Outcome.FAILED) and result.status is None
-        kind = 0
-        if server_error or no_response:
-            kind = 2
-        elif outcome is Outcome.DONE:
-            kind = 1
         host_pause = result.host_pause
         pause = -1.0 if host_pause is None else host_pause
         self.gate.release(lease.host, result)  # this process's mirror
@@ -1047,7 +1044,7 @@ class RedisFrontier:
         parts = [
             str(lease.token),
             _OUTCOME_CODES[outcome],
-            str(kind),
+            str(int(host_report(result))),
             repr(pause),
             repr(result.retry_after or 0.0),
             str(len(result.captures)),
@@ -1354,7 +1351,15 @@ class RedisFrontier:
                     args += [data for _, _, data, _ in op.entries]
                 pipe.evalsha(_SHAS["put"], 1, meta, *args)
             elif kind == "ack":
-                args = [conc, repr(min(self.gate.max_pause, 1e12))]
+                backoff = self.gate.backoff
+                args = [
+                    conc,
+                    repr(min(self.gate.max_pause, 1e12)),
+                    backoff.threshold,
+                    repr(backoff.first),
+                    repr(backoff.factor),
+                    COMMITS_TTL,
+                ]
                 for op in run:
                     assert isinstance(op, _Ack)
                     args.append(op.record)

@@ -9,10 +9,16 @@ exponential backoff instead of being hammered.
 The gate only answers "when may this host start its next fetch?"; the frontier uses that answer
 to hand workers URLs of hosts that are ready, so no worker idles behind one slow host while
 others have work. Time comes from an injectable monotonic clock.
+
+What one outcome means for its host (is it a failure, does the host pause, for how long) is
+:func:`host_verdict`, a pure function: :class:`HostGate` applies it in this process, and the Redis
+frontier applies it for every process of a shared crawl (its ACK script receives the
+:class:`Backoff` numbers as arguments, so the rule is written once).
 """
 
 from __future__ import annotations
 
+import enum
 import math
 import time
 from collections.abc import Callable
@@ -24,8 +30,78 @@ from archiver.models import Outcome, TaskResult
 
 Clock = Callable[[], float]
 
-#: Consecutive failures after which a host is paused with backoff.
-FAILURE_THRESHOLD = 3
+
+class HostReport(enum.IntEnum):
+    """What one outcome says about its host's health (the number is what the Redis ACK script
+    receives)."""
+
+    NEUTRAL = 0  #: nothing: a skip, a 4xx, a retry after an answer (a bot challenge)
+    HEALTHY = 1  #: the host answered and the URL is done: a failure streak ends
+    FAILING = 2  #: a 5xx, or no response at all (connection refused, reset, timeout)
+
+
+def host_report(result: TaskResult) -> HostReport:
+    """A 5xx (RFC 9110 section 15.6: the server failed) or no response at all is a failure of
+    the host; a finished fetch with any other answer is a sign of health."""
+    if result.status is not None and result.status >= 500:
+        return HostReport.FAILING
+    if result.status is None and result.outcome in (Outcome.RETRY, Outcome.FAILED):
+        return HostReport.FAILING
+    if result.outcome is Outcome.DONE:
+        return HostReport.HEALTHY
+    return HostReport.NEUTRAL
+
+
+@dataclass(frozen=True, slots=True)
+class Backoff:
+    """How a host that keeps failing is paused: after ``threshold`` failures in a row for
+    ``first`` seconds, multiplied by ``factor`` with each further failure (capped by the gate's
+    ``max_pause``), so a host that is down is asked less and less often."""
+
+    threshold: int = 3
+    first: float = 5.0
+    factor: float = 2.0
+
+    def pause(self, failures: int, max_pause: float) -> float | None:
+        """Seconds to pause a host after ``failures`` consecutive failures; None below the
+        threshold."""
+        if failures < self.threshold:
+            return None
+        return min(self.first * self.factor ** (failures - self.threshold), max_pause)
+
+
+#: The backoff every gate uses unless told otherwise.
+BACKOFF = Backoff()
+
+
+@dataclass(frozen=True, slots=True)
+class HostVerdict:
+    """The consequence of one outcome for its host."""
+
+    report: HostReport
+    failures: int  #: consecutive failures of the host, this outcome included
+    pause: float | None  #: seconds the host stays away from now on (capped); None: no pause
+
+
+def host_verdict(
+    result: TaskResult, failures: int, *, max_pause: float, backoff: Backoff = BACKOFF
+) -> HostVerdict:
+    """What ``result`` means for a host that had ``failures`` consecutive failures before it.
+
+    The pause is the longest of what the host asked for (a 429/503 Retry-After, a bot
+    challenge: :attr:`~archiver.models.TaskResult.host_pause`) and the failure backoff, never
+    more than ``max_pause``.
+    """
+    report = host_report(result)
+    pause = result.host_pause
+    if report is HostReport.FAILING:
+        failures += 1
+        backoff_pause = backoff.pause(failures, max_pause)
+        if backoff_pause is not None:
+            pause = backoff_pause if pause is None else max(pause, backoff_pause)
+    elif report is HostReport.HEALTHY:
+        failures = 0
+    return HostVerdict(report, failures, None if pause is None else min(pause, max_pause))
 
 
 @dataclass(slots=True)
@@ -65,12 +141,14 @@ class HostGate:
         delay: float = 0.5,
         max_pause: float = 600.0,
         max_crawl_delay: float = 30.0,
+        backoff: Backoff = BACKOFF,
         clock: Clock = time.monotonic,
     ) -> None:
         self.concurrency = concurrency
         self.delay = delay
         self.max_pause = max_pause
         self.max_crawl_delay = max_crawl_delay
+        self.backoff = backoff
         self.clock = clock
         self._hosts: dict[str, HostState] = {}
 
@@ -115,19 +193,12 @@ class HostGate:
         state.in_flight = max(state.in_flight - 1, 0)
         if result is None:
             return
-        now = self.clock()
-        pause = result.host_pause
-        server_error = result.status is not None and result.status >= 500
-        no_response = result.outcome in (Outcome.RETRY, Outcome.FAILED) and result.status is None
-        if server_error or no_response:
-            state.failures += 1
-            if state.failures >= FAILURE_THRESHOLD:
-                backoff = min(2.0 ** (state.failures - FAILURE_THRESHOLD) * 5.0, self.max_pause)
-                pause = backoff if pause is None else max(pause, backoff)
-        elif result.outcome is Outcome.DONE:
-            state.failures = 0
-        if pause is not None:
-            state.paused_until = max(state.paused_until, now + min(pause, self.max_pause))
+        verdict = host_verdict(
+            result, state.failures, max_pause=self.max_pause, backoff=self.backoff
+        )
+        state.failures = verdict.failures
+        if verdict.pause is not None:
+            state.paused_until = max(state.paused_until, self.clock() + verdict.pause)
 
     def set_crawl_delay(self, host: str, seconds: float) -> None:
         """Honour a robots.txt Crawl-delay (capped at ``max_crawl_delay``)."""

@@ -1,4 +1,5 @@
-"""Per-host politeness (HostGate) and host-aware dispatch (HostScheduler), with an injected clock.
+"""Per-host politeness: the host verdict, HostGate and host-aware dispatch (HostScheduler), with an
+injected clock.
 
 End-to-end checks under 64 workers against local servers are in ``test_polite_crawl.py``.
 """
@@ -15,7 +16,16 @@ import pytest
 
 from archiver.frontier.memory import MemoryFrontier
 from archiver.models import CrawlItem, Outcome, TaskResult
-from archiver.policy.politeness import FAILURE_THRESHOLD, HostGate, parse_retry_after
+from archiver.policy.politeness import (
+    BACKOFF,
+    Backoff,
+    HostGate,
+    HostReport,
+    HostVerdict,
+    host_report,
+    host_verdict,
+    parse_retry_after,
+)
 
 
 @dataclass
@@ -48,6 +58,67 @@ def test_retry_after_seconds_and_dates() -> None:
     assert parse_retry_after("Wed, 01 May 2024 12:00:30 GMT", now=now) == 30.0
     for bad in (None, "", "soon", "-5", "1.5"):
         assert parse_retry_after(bad) is None
+
+
+# -- the host verdict ---------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("result", "report"),
+    [
+        (TaskResult(Outcome.DONE, status=200), HostReport.HEALTHY),
+        (TaskResult(Outcome.DONE, status=404), HostReport.HEALTHY),
+        (TaskResult(Outcome.DONE, status=429, retry_after=5.0), HostReport.HEALTHY),
+        (TaskResult(Outcome.DONE, status=500), HostReport.FAILING),
+        (TaskResult(Outcome.RETRY, status=503), HostReport.FAILING),
+        (TaskResult(Outcome.RETRY, reason="timeout"), HostReport.FAILING),
+        (TaskResult(Outcome.FAILED, reason="connect-error"), HostReport.FAILING),
+        (TaskResult(Outcome.FAILED, status=403, reason="too-many-tries"), HostReport.NEUTRAL),
+        (TaskResult(Outcome.RETRY, status=403, reason="challenge"), HostReport.NEUTRAL),
+        (TaskResult(Outcome.SKIPPED, reason="robots"), HostReport.NEUTRAL),
+    ],
+)
+def test_what_an_outcome_says_about_its_host(result: TaskResult, report: HostReport) -> None:
+    assert host_report(result) is report
+    assert host_verdict(result, 0, max_pause=600.0).report is report
+
+
+def test_the_verdict_counts_failures_and_backs_off_exponentially() -> None:
+    failure = TaskResult(Outcome.FAILED, reason="connect-error")
+    failures, pauses = 0, []
+    for _ in range(7):
+        verdict = host_verdict(failure, failures, max_pause=30.0)
+        failures = verdict.failures
+        pauses.append(verdict.pause)
+    assert failures == 7
+    assert pauses == [None, None, 5.0, 10.0, 20.0, 30.0, 30.0]  # capped at max_pause
+    assert host_verdict(done(), failures, max_pause=30.0) == HostVerdict(
+        HostReport.HEALTHY, 0, None
+    )
+    skipped = TaskResult(Outcome.SKIPPED, reason="robots")
+    assert host_verdict(skipped, 2, max_pause=30.0) == HostVerdict(HostReport.NEUTRAL, 2, None)
+
+
+def test_the_verdict_keeps_the_longer_of_retry_after_and_backoff() -> None:
+    unavailable = TaskResult(Outcome.RETRY, status=503, retry_after=42.0)
+    assert host_verdict(unavailable, 0, max_pause=600.0).pause == 42.0  # first failure
+    assert host_verdict(unavailable, 5, max_pause=600.0).pause == 42.0  # 6th: backoff 40 s
+    assert host_verdict(unavailable, 6, max_pause=600.0).pause == 80.0  # 7th: 5 * 2**4 s
+    assert host_verdict(unavailable, 6, max_pause=60.0).pause == 60.0
+    throttled = TaskResult(Outcome.DONE, status=429, retry_after=86_400.0)
+    assert host_verdict(throttled, 9, max_pause=60.0) == HostVerdict(HostReport.HEALTHY, 0, 60.0)
+    challenge = TaskResult(Outcome.RETRY, status=403, reason="challenge")
+    assert host_verdict(challenge, 1, max_pause=600.0) == HostVerdict(HostReport.NEUTRAL, 1, 30.0)
+
+
+def test_a_gate_applies_its_own_backoff() -> None:
+    rule = Backoff(threshold=1, first=0.5, factor=3.0)
+    assert [rule.pause(n, 100.0) for n in range(4)] == [None, 0.5, 1.5, 4.5]
+    clock = Clock()
+    gate = HostGate(delay=0.0, backoff=rule, clock=clock)
+    gate.acquire("h")
+    gate.release("h", TaskResult(Outcome.DONE, status=502))
+    assert gate.ready_at("h") == clock.now + 0.5
 
 
 # -- HostGate -----------------------------------------------------------------------------------
@@ -105,7 +176,7 @@ def test_retry_after_is_capped_and_has_a_default() -> None:
 def test_a_host_that_keeps_failing_is_paused_with_backoff() -> None:
     clock = Clock()
     gate = HostGate(delay=0.0, max_pause=30.0, clock=clock)
-    for _ in range(FAILURE_THRESHOLD - 1):
+    for _ in range(BACKOFF.threshold - 1):
         gate.acquire("h")
         gate.release("h", failed())
     assert gate.ready_at("h") <= clock.now  # a couple of failures: not yet
