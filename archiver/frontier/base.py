@@ -11,6 +11,11 @@ backend (memory, SQLite, Redis). On top of ``asyncio.Queue`` semantics:
   was written), failed, skipped, or retry-later (the item goes to the back of the queue after
   ``retry_after`` seconds and the join count does not drop);
 * ``join`` returns when nothing is queued, waiting for a retry, or leased anywhere.
+
+What every backend shares beyond the protocol is here too: :class:`Outcomes`, the counters a
+:class:`~archiver.models.FrontierStats` snapshot is built from. The in-process dispatch that the
+memory and SQLite backends share is :mod:`archiver.frontier.local`; what an outcome means for
+its host is :func:`archiver.policy.politeness.host_verdict`, for every backend.
 """
 
 from __future__ import annotations
@@ -19,7 +24,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import Protocol, runtime_checkable
 
-from archiver.models import CrawlItem, FrontierStats, ResumeInfo, TaskResult
+from archiver.models import CrawlItem, FrontierStats, Outcome, ResumeInfo, TaskResult
 
 
 @dataclass(frozen=True, slots=True)
@@ -29,6 +34,39 @@ class Lease:
     item: CrawlItem
     host: str  #: the politeness key (``host`` or ``host:port``)
     token: int = 0  #: backend-specific claim id
+
+
+@dataclass(slots=True)
+class Outcomes:
+    """How many URLs ended each way: the final outcomes of :class:`~archiver.models.Outcome`
+    (a RETRY is not an end)."""
+
+    done: int = 0
+    failed: int = 0
+    skipped: int = 0
+
+    def count(self, outcome: Outcome, n: int = 1) -> None:
+        """``n`` URLs ended with ``outcome`` (a negative ``n`` takes them back: resume)."""
+        if outcome is Outcome.DONE:
+            self.done += n
+        elif outcome is Outcome.FAILED:
+            self.failed += n
+        elif outcome is Outcome.SKIPPED:
+            self.skipped += n
+        else:
+            raise ValueError(f"{outcome} is not a final outcome")
+
+    def stats(self, *, queued: int, in_flight: int, seen: int, hosts: int) -> FrontierStats:
+        """A :class:`~archiver.models.FrontierStats` snapshot with these outcome counts."""
+        return FrontierStats(
+            queued=queued,
+            in_flight=in_flight,
+            done=self.done,
+            failed=self.failed,
+            skipped=self.skipped,
+            seen=seen,
+            hosts=hosts,
+        )
 
 
 @runtime_checkable
