@@ -1,4 +1,4 @@
-"""Settings -> the configuration of each component (scope, fetcher, warcinfo, seeds).
+"""Settings -> the configuration of each component (scope, fetcher, frontier, warcinfo, seeds).
 
 Kept apart from the crawler so the crawler orchestrates and these small functions say, in one
 place each, how a user's settings become a component's behaviour.
@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import asyncio
 import importlib.metadata
+import math
 import platform
 import socket
 from collections.abc import Iterable
@@ -17,6 +18,7 @@ from archiver import urls
 from archiver.config.settings import Settings, read_lines_file
 from archiver.errors import SettingsError
 from archiver.fetch.fetcher import FetchConfig
+from archiver.frontier.config import FrontierConfig
 from archiver.policy.credentials import credential_scope
 from archiver.policy.netguard import AddressPolicy
 from archiver.policy.scope import ScopeRules, seeds_in_order
@@ -110,6 +112,25 @@ def fetch_config(s: Settings, seeds: tuple[str, ...]) -> FetchConfig:
         resolve=dict(s.resolve),
         extra_headers=dict(s.header),
         credential_scope=credential_scope(seeds, s.credential_host),
+    )
+
+
+def frontier_config(
+    s: Settings, *, state_db: Path, process_id: str | None = None
+) -> FrontierConfig:
+    """The frontier's backend, per-host politeness and (Redis) lease parameters; ``state_db`` is
+    the crawl's SQLite database, ``process_id`` names this process in a shared crawl."""
+    return FrontierConfig(
+        backend=s.frontier,
+        state_db=state_db,
+        crawl_id=s.crawl_id,
+        process_id=process_id,
+        lease_timeout=s.lease_timeout or 120.0,
+        max_claim=max(s.workers, 1),
+        concurrency=s.per_host_concurrency,
+        delay=s.per_host_delay or 0.0,
+        max_pause=s.max_retry_after or 600.0,
+        max_crawl_delay=s.max_crawl_delay if s.max_crawl_delay is not None else math.inf,
     )
 
 

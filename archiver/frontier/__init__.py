@@ -1,7 +1,24 @@
-"""Frontier backends behind one interface (:class:`archiver.frontier.base.Frontier`)."""
+"""The frontier stage: a joinable, host-aware queue of URLs behind one interface
+(:class:`~archiver.frontier.base.Frontier`), in memory, in SQLite (resumable) or in Redis (shared
+by processes).
 
+:func:`open_backend` builds the backend a :class:`FrontierConfig` names, with the digest index
+and robots.txt cache that live in the same store. The frontier imports only the leaf modules and
+:mod:`archiver.policy.politeness`.
+"""
+
+from archiver.frontier.backend import Backend, open_backend
 from archiver.frontier.base import Frontier, Lease
+from archiver.frontier.config import FrontierConfig
 from archiver.frontier.local import HostScheduler
 from archiver.frontier.memory import MemoryFrontier
 
-__all__ = ["Frontier", "HostScheduler", "Lease", "MemoryFrontier"]
+__all__ = [
+    "Backend",
+    "Frontier",
+    "FrontierConfig",
+    "HostScheduler",
+    "Lease",
+    "MemoryFrontier",
+    "open_backend",
+]

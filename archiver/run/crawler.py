@@ -27,7 +27,8 @@ from typing import IO, Any
 from archiver.config.assemble import seed_list
 from archiver.config.settings import Settings
 from archiver.errors import ArchiverError, FrontierError, OutputError, WriteError
-from archiver.frontier.base import Frontier, Lease
+from archiver.frontier import Backend
+from archiver.frontier.base import Lease
 from archiver.models import MAX_REDIRECTS, FailReason, Outcome, TaskResult, WrittenCapture
 from archiver.run import finish, wiring
 from archiver.run.finish import (
@@ -65,14 +66,14 @@ class Crawler:
         settings: Settings,
         *,
         console: IO[str] | None = None,
-        frontier: Frontier | None = None,
+        backend: Backend | None = None,
         write_fn: Callable[..., int] | None = None,
         clock: Clock = utcnow,
     ) -> None:
         self.settings = settings
         self.options = wiring.Options(
             console=console,
-            frontier=frontier,
+            backend=backend,
             write_fn=write_fn or os.write,
             clock=clock,
             pipeline_class=self.pipeline_class,
@@ -158,7 +159,10 @@ class Crawler:
         write_status(layout, start.status)
         crawl_log = wiring.open_log(settings, layout, self.options.console)
         stages = self.stages = wiring.Stages(
-            crawl_log, crawl_log.bind(), previous=previous, frontier=self.options.frontier
+            crawl_log,
+            crawl_log.bind(),
+            previous=previous,
+            frontier=self.options.backend.frontier if self.options.backend else None,
         )
         run = wiring.Run(settings, layout, seeds, self.stats, start.resumed, self.process_id)
         status: str = STATUS_FAILED

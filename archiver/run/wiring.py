@@ -21,7 +21,6 @@ in :mod:`archiver.config.assemble`.
 
 from __future__ import annotations
 
-import math
 import os
 import socket
 from collections.abc import Callable
@@ -32,6 +31,7 @@ from archiver.config.assemble import (
     address_policy,
     default_output,
     fetch_config,
+    frontier_config,
     scope_rules,
     warcinfo_fields,
 )
@@ -39,13 +39,11 @@ from archiver.config.settings import Settings
 from archiver.dedup.digests import DigestIndex, LayeredDigestIndex, MemoryDigestIndex
 from archiver.dedup.previous import PreviousCrawls, open_previous
 from archiver.fetch.fetcher import Fetcher
+from archiver.frontier import Backend, open_backend
 from archiver.frontier.base import Frontier
-from archiver.frontier.memory import MemoryFrontier
-from archiver.frontier.sqlite import SqliteDigestIndex, SqliteFrontier
 from archiver.index import cdxj
 from archiver.models import CrawlItem, ResumeInfo
-from archiver.policy.politeness import HostGate
-from archiver.policy.robots import Robots
+from archiver.policy.robots import Robots, RobotsCache
 from archiver.policy.scope import Scope
 from archiver.policy.sitemaps import SitemapPolicy
 from archiver.run.log import CrawlLog, crawl_logger
@@ -86,7 +84,7 @@ class Stages:
     #: whether this process is the last of a shared crawl to leave (asked once it closed the
     #: frontier): the last one merges the index and packages the crawl
     is_last: Callable[[], bool] = lambda: True
-    robots_cache: Any = None  #: robots.txt fetches shared by the processes of a crawl
+    robots_cache: RobotsCache | None = None  #: robots.txt shared by the processes of a crawl
     scope: Scope | None = None
     robots: Robots | None = None
     sitemaps: SitemapPolicy = field(default_factory=lambda: SitemapPolicy(enabled=False))
@@ -101,7 +99,7 @@ class Options:
     """What a caller of the crawler may give besides the settings (tests, mostly)."""
 
     console: IO[str] | None = None  #: where log lines for a person go
-    frontier: Frontier | None = None  #: a frontier built by the caller, used instead
+    backend: Backend | None = None  #: a frontier backend built by the caller, used instead
     write_fn: WriteFn = os.write  #: the writer's ``write`` (a full disk can be simulated)
     clock: Clock = utcnow  #: the time source of WARC-Dates
     pipeline_class: type[Pipeline] = Pipeline
@@ -159,7 +157,7 @@ async def assemble(run: Run, stages: Stages, options: Options) -> None:
     if stages.previous is not None:
         for warning in stages.previous.warnings:
             log.warning("dedup-source", warning=warning)
-    info = await open_backend(run, stages, options.frontier)
+    info = await open_frontier(run, stages, options.backend)
     frontier = stages.frontier
     assert frontier is not None
     log.info(
@@ -213,44 +211,22 @@ async def assemble(run: Run, stages: Stages, options: Options) -> None:
     stages.pipeline = options.pipeline_class(RunContext(s, run.stats, log), parts)
 
 
-async def open_backend(run: Run, stages: Stages, injected: Frontier | None) -> ResumeInfo:
-    """The frontier, opened, and what its backend shares: within-crawl dedup, robots.txt
-    fetches, and whether this process is the last of the crawl to leave."""
-    s = run.settings
-    gate = HostGate(
-        concurrency=s.per_host_concurrency,
-        delay=s.per_host_delay or 0.0,
-        max_pause=s.max_retry_after or 600.0,
-        max_crawl_delay=s.max_crawl_delay if s.max_crawl_delay is not None else math.inf,
+async def open_frontier(run: Run, stages: Stages, injected: Backend | None) -> ResumeInfo:
+    """The frontier backend (:func:`archiver.frontier.open_backend`), opened, and what lives in
+    its store: the crawl's own digest index (in memory unless the backend keeps one), robots.txt
+    fetches shared by the processes of a crawl, and whether this process is the last of the
+    crawl to leave."""
+    backend = injected or open_backend(
+        frontier_config(run.settings, state_db=run.layout.frontier_db, process_id=run.process_id),
+        log=stages.log,
     )
-    frontier: Frontier
-    if injected is not None:
-        frontier = injected
-    elif s.frontier == "memory":
-        frontier = MemoryFrontier(gate)
-    elif s.frontier == "sqlite":
-        frontier = SqliteFrontier(run.layout.frontier_db, gate)
-    else:
-        from archiver.frontier.redis import RedisFrontier  # noqa: PLC0415 - optional backend
-
-        frontier = RedisFrontier(
-            s.frontier,
-            s.crawl_id or "",
-            gate=gate,
-            settings=s,
-            process_id=run.process_id,
-            log=stages.log,
-        )
-    stages.frontier = frontier
-    info = await frontier.open()
-    if isinstance(frontier, SqliteFrontier):
-        # within-crawl dedup that survives resume and keeps no digest in the heap
-        stages.dedup = SqliteDigestIndex(frontier)
-    elif (shared_index := getattr(frontier, "digest_index", None)) is not None:
-        stages.dedup = shared_index()  # revisits across every process of the crawl
-    if (robots_cache := getattr(frontier, "robots_cache", None)) is not None:
-        stages.robots_cache = robots_cache()  # processes sharing a crawl share robots.txt
-    stages.is_last = lambda: bool(getattr(frontier, "last_to_leave", True))
+    stages.frontier = backend.frontier
+    info = await backend.frontier.open()
+    if backend.digests is not None:
+        # survives a resume (SQLite), or shared by every process of the crawl (Redis)
+        stages.dedup = backend.digests
+    stages.robots_cache = backend.robots_cache
+    stages.is_last = lambda: backend.is_last
     return info
 
 
@@ -279,7 +255,7 @@ __all__ = [
     "Run",
     "Stages",
     "assemble",
-    "open_backend",
+    "open_frontier",
     "open_log",
     "open_output",
     "output_layout",

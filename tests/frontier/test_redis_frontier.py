@@ -8,6 +8,7 @@ persistent server so they can stop and restart it.
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 import itertools
 import socket
 import time
@@ -20,7 +21,10 @@ from typing import Any
 import pytest
 import redis.asyncio as aioredis
 
+from archiver.config.assemble import frontier_config
+from archiver.config.settings import Settings
 from archiver.errors import FrontierError, FrontierUnavailableError
+from archiver.frontier import Backend, open_backend
 from archiver.frontier.base import Frontier, Lease
 from archiver.frontier.redis import (
     RedisFrontier,
@@ -87,7 +91,7 @@ async def make(server: RedisServer, crawl_id: str) -> AsyncIterator[Factory]:
 
     yield factory
     for frontier in opened:
-        if frontier._pump_task is not None:
+        if frontier.pump.running:
             await frontier.close()
 
 
@@ -128,7 +132,7 @@ async def drain(
         for task in tasks:
             task.cancel()
         await asyncio.gather(*tasks, return_exceptions=True)
-    assert not frontier._held  # every lease this process took was reported
+    assert not frontier.pump.held  # every lease this process took was reported
     return processed
 
 
@@ -344,7 +348,7 @@ async def test_leases_given_back_go_to_the_front(make: Factory) -> None:
     frontier = await make(concurrency=1)
     await frontier.put_many(items("http://a.test/1", "http://a.test/2"))
     lease = await frontier.get()
-    frontier._give_back([lease])
+    frontier.give_back(lease)
     async with asyncio.timeout(WAIT):
         again = await frontier.get()
     assert again.item == lease.item and again.token != lease.token
@@ -664,6 +668,15 @@ async def test_outage_between_two_processes_keeps_leases(crawl_id: str) -> None:
 # -- the crawler on top ---------------------------------------------------------------------
 
 
+def redis_backend(
+    settings: Settings, server: RedisServer, crawl_id: str, *, process_id: str | None = None
+) -> Backend:
+    """The backend a crawl with ``settings`` builds, on the test server's Unix socket (which
+    ``--frontier`` does not take)."""
+    config = frontier_config(settings, state_db=Path("unused.sqlite"), process_id=process_id)
+    return open_backend(dataclasses.replace(config, backend=server.url, crawl_id=crawl_id))
+
+
 async def test_a_crawl_through_redis_obeys_robots_and_crawl_delay(
     server: RedisServer, crawl_id: str, tmp_path: Path
 ) -> None:
@@ -679,9 +692,9 @@ async def test_a_crawl_through_redis_obeys_robots_and_crawl_delay(
         settings = fast_settings(
             tmp_path / "out", site.url("/"), robots="obey", per_host_concurrency=4
         )
-        gate = HostGate(concurrency=4, delay=0.0)
-        frontier = RedisFrontier(server.url, crawl_id, gate=gate, settings=settings)
-        result = await Crawler(settings, frontier=frontier).run()
+        backend = redis_backend(settings, server, crawl_id)
+        frontier = backend.frontier
+        result = await Crawler(settings, backend=backend).run()
         assert result.status == "completed", result.reason
         hits = sorted(site.counters.hits, key=lambda hit: hit.started)
     assert [hit.path for hit in hits][:2] == ["/robots.txt", "/"]
@@ -713,11 +726,8 @@ async def test_two_crawlers_on_one_redis_crawl_store_a_shared_payload_as_revisit
             settings = fast_settings(
                 tmp_path / name, site.url("/"), workers=1, per_host_concurrency=2
             )
-            gate = HostGate(concurrency=2, delay=0.0)
-            frontier = RedisFrontier(
-                server.url, crawl_id, gate=gate, settings=settings, process_id=f"test-{name}"
-            )
-            crawlers.append(Crawler(settings, frontier=frontier))
+            backend = redis_backend(settings, server, crawl_id, process_id=f"test-{name}")
+            crawlers.append(Crawler(settings, backend=backend))
         results = await asyncio.gather(*(crawler.run() for crawler in crawlers))
     assert [r.status for r in results] == ["completed", "completed"], results
     images = [

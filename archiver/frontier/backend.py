@@ -1,0 +1,72 @@
+"""One call from a :class:`~archiver.frontier.config.FrontierConfig` to everything a crawl needs
+from its frontier backend, so the crawler never asks what kind of frontier it holds.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
+
+from archiver.errors import FrontierError
+from archiver.frontier.base import Frontier
+from archiver.frontier.config import FrontierConfig
+from archiver.frontier.memory import MemoryFrontier
+from archiver.frontier.sqlite import SqliteDigestIndex, SqliteFrontier
+
+if TYPE_CHECKING:
+    from archiver.frontier.redis import RedisDigestIndex, RedisFrontier, RedisRobotsCache
+
+
+@dataclass(frozen=True, slots=True)
+class Backend:
+    """A frontier and the services that live in the same store.
+
+    ``digests`` is the crawl's own payload-digest index (an
+    :class:`archiver.dedup.digests.DigestIndex`): in the SQLite database (it survives a resume)
+    or shared in Redis (revisits across processes); None for the memory backend, whose caller
+    keeps digests in memory. ``robots_cache`` is the robots.txt cache that the processes of a
+    shared crawl share (None otherwise).
+    """
+
+    frontier: Frontier
+    digests: SqliteDigestIndex | RedisDigestIndex | None = None
+    robots_cache: RedisRobotsCache | None = None
+    #: the frontier of a crawl shared in Redis, for :attr:`is_last`
+    shared: RedisFrontier | None = None
+
+    @property
+    def is_last(self) -> bool:
+        """Whether this process is the last of its crawl: the one that merges every process's
+        index and packages the WACZ. Known once the frontier is closed; always True for a crawl
+        that one process owns."""
+        return self.shared is None or self.shared.last_to_leave
+
+
+def open_backend(config: FrontierConfig, *, log: Any = None) -> Backend:
+    """The backend ``config`` names, built but not connected: ``await
+    backend.frontier.open()`` connects (Redis) or reads the database (SQLite), where the caller
+    handles its errors. The Redis client library is imported only for a Redis backend."""
+    gate = config.host_gate()
+    if config.backend == "memory":
+        return Backend(MemoryFrontier(gate))
+    if config.backend == "sqlite":
+        if config.state_db is None:
+            raise FrontierError("the SQLite frontier needs a database path")
+        sqlite = SqliteFrontier(config.state_db, gate)
+        return Backend(sqlite, digests=sqlite.digest_index())
+    if not config.shared:
+        raise FrontierError(f"unknown frontier backend {config.backend!r}")
+    from archiver.frontier.redis import RedisFrontier  # noqa: PLC0415 - only when used
+
+    redis = RedisFrontier(
+        config.backend,
+        config.crawl_id or "",
+        gate=gate,
+        lease_timeout=config.lease_timeout,
+        max_claim=config.max_claim,
+        process_id=config.process_id,
+        log=log,
+    )
+    return Backend(
+        redis, digests=redis.digest_index(), robots_cache=redis.robots_cache(), shared=redis
+    )
