@@ -1,6 +1,6 @@
 """Frontier benchmark: enqueue 1,000,000 URLs like a crawl would, then drain part of them.
 
-Not a test: it prints figures (issue 5 and 8 targets: peak RSS under 300 MB with the SQLite
+Not a test: it prints figures (the targets: peak RSS under 300 MB with the SQLite
 frontier for 1M queued URLs; per-URL cost small enough for ~2,000 URLs/s crawls). Each backend
 runs in its own child process so peak RSS (``ru_maxrss``) is its own.
 

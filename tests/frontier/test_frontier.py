@@ -1,168 +1,296 @@
-"""The frontier backends: one conformance suite for every backend, then what only SQLite does.
+"""The frontier conformance suite: memory, SQLite and Redis held to one behaviour.
 
-The conformance tests drive :class:`MemoryFrontier` and :class:`SqliteFrontier` through the same
-scenarios (seen set, FIFO per host, politeness through a :class:`HostGate` with an injected
-clock, retry delays, join, a cancelled ``get``). Time never passes by sleeping: the fake clock is
-advanced and the scheduler is asked to dispatch again.
+Every test here runs on the three backends: seen set, FIFO per host, per-host slots, politeness
+delay and robots.txt Crawl-delay, the host verdict's backoff, ``reserve``, retry delays, join,
+cancelled and given-back leases, committed captures, and the payload-digest index each backend
+brings (through :func:`archiver.frontier.open_backend`). The Redis backend runs against a real
+redis-server (tests/support/redis_server.py).
 
-The SQLite tests cover persistence across close/open, resume bookkeeping (in-flight URLs,
-committed captures), an exact seen set beyond its caches, a killed process leaving a prefix of
-the issued operations, a full database failing loudly, and bounded memory for a large enqueue.
+Time differs by backend, so each test speaks in *units* of time through a :class:`Harness`. The
+memory and SQLite frontiers take their time from the gate's clock: a fake one that moves only
+when a test advances it, so the test can also check that nothing is handed out a moment before a
+delay ends. The Redis frontier takes its time from the Redis server (one clock for every
+process), so there a unit is a fraction of a real second and the checks are lower bounds on real
+time: a URL is never handed out before its delay (no upper bound on how late: the machine may be
+loaded).
+
+The backend-specific tests are test_sqlite_frontier.py and test_redis_frontier.py.
 """
 
 from __future__ import annotations
 
 import asyncio
-import collections
-import os
-import random
-import signal
-import sqlite3
-import subprocess
-import sys
-import tracemalloc
-from collections.abc import AsyncIterator, Awaitable, Callable
+import dataclasses
+import itertools
+import time
+from collections.abc import AsyncIterator, Iterator
 from pathlib import Path
 from typing import Any
 
 import pytest
 
-from archiver.errors import FrontierError
+from archiver.config.assemble import frontier_config
+from archiver.config.settings import Settings
+from archiver.dedup.digests import DigestIndex, MemoryDigestIndex
+from archiver.frontier import Backend, FrontierConfig, MemoryFrontier, open_backend
 from archiver.frontier.base import Frontier
-from archiver.frontier.memory import MemoryFrontier
-from archiver.frontier.sqlite import Bloom, SqliteDigestIndex, SqliteFrontier
-from archiver.models import CrawlItem, Hop, Original, Outcome, TaskResult, WrittenCapture
-from archiver.policy.politeness import HostGate
+from archiver.frontier.local import LocalFrontier
+from archiver.frontier.redis import RedisFrontier
+from archiver.frontier.sqlite import SqliteFrontier
+from archiver.models import FrontierStats, Hop, Original, Outcome, TaskResult, WrittenCapture
+from archiver.policy.politeness import Backoff, HostGate
+from tests.frontier.common import DONE, FakeClock, item
+from tests.support.redis_server import RedisServer
 
-REPO = Path(__file__).resolve().parents[2]
-DONE = TaskResult(Outcome.DONE, status=200)
+BACKENDS = ["memory", "sqlite", "redis"]
+#: Seconds of real time per unit of test time on the Redis server's clock.
+REDIS_UNIT = 0.05
+#: Upper bound for anything that should happen "soon" (a hang guard, not a measurement).
+WAIT = 15.0
 
-
-class FakeClock:
-    """A monotonic clock that moves only when told."""
-
-    def __init__(self) -> None:
-        self.now = 1000.0
-
-    def __call__(self) -> float:
-        return self.now
-
-    def advance(self, seconds: float) -> None:
-        self.now += seconds
+_crawl_ids = itertools.count()
 
 
-Make = Callable[..., Awaitable[Any]]
+class Harness:
+    """One backend under test, and how time passes for it."""
 
+    def __init__(self, name: str, tmp_path: Path, redis: RedisServer | None) -> None:
+        self.name = name
+        self.clock = FakeClock()
+        #: the backend's time is a fake clock: "not yet, a moment before the delay" is testable
+        self.exact = name != "redis"
+        self.unit = REDIS_UNIT if name == "redis" else 1.0
+        self._tmp_path = tmp_path
+        self._redis = redis
+        self.opened: list[Frontier] = []
 
-@pytest.fixture
-def clock() -> FakeClock:
-    return FakeClock()
-
-
-@pytest.fixture(params=["memory", "sqlite"])
-async def make(
-    request: pytest.FixtureRequest, tmp_path: Path, clock: FakeClock
-) -> AsyncIterator[Make]:
-    """Opens frontiers of the backend under test: ``await make(concurrency=1, delay=2.0)``."""
-    opened: list[Frontier] = []
-
-    async def factory(**gate_options: Any) -> Any:
+    async def make(self, **gate_options: Any) -> Any:
+        """An opened frontier; ``gate_options`` are HostGate's (times already in seconds)."""
         options = {"concurrency": 4, "delay": 0.0, **gate_options}
-        gate = HostGate(clock=clock, **options)
         frontier: Frontier
-        if request.param == "memory":
-            frontier = MemoryFrontier(gate)
+        if self.name == "redis":
+            assert self._redis is not None
+            frontier = RedisFrontier(
+                self._redis.url,
+                f"conformance-{next(_crawl_ids)}",
+                gate=HostGate(**options),
+                process_id=f"conformance-{len(self.opened)}",
+                lease_timeout=60.0,
+                poll_interval=0.05,
+            )
         else:
-            frontier = SqliteFrontier(tmp_path / f"frontier-{len(opened)}.sqlite", gate)
+            gate = HostGate(clock=self.clock, **options)
+            if self.name == "memory":
+                frontier = MemoryFrontier(gate)
+            else:
+                frontier = SqliteFrontier(self._tmp_path / f"f-{len(self.opened)}.sqlite", gate)
         await frontier.open()
-        opened.append(frontier)
+        self.opened.append(frontier)
         return frontier
 
-    yield factory
-    for frontier in opened:
+    def seconds(self, units: float) -> float:
+        return units * self.unit
+
+    def now(self) -> float:
+        return self.clock.now if self.exact else time.monotonic()
+
+    async def advance(self, frontier: Frontier, units: float) -> None:
+        """Let ``units`` of time pass on a fake clock (and tell the dispatcher). On the Redis
+        server's clock time passes by itself while the test waits for what it expects next:
+        sleeping here would make every "not before" check true by construction."""
+        if self.exact:
+            assert isinstance(frontier, LocalFrontier)
+            self.clock.advance(self.seconds(units))
+            frontier.scheduler.dispatch()
+            await self.settle(frontier)
+
+    async def settle(self, frontier: Frontier) -> None:
+        """Let the frontier act on everything so far without time passing: a few turns of the
+        loop in process; for Redis, every call so far sent and answered, and, while a ``get``
+        waits, two claims tried after this point."""
+        if self.exact:
+            for _ in range(5):
+                await asyncio.sleep(0)
+            return
+        assert isinstance(frontier, RedisFrontier)
+        pump = frontier.pump
+        await frontier.flush()
+        await frontier.flush()  # what settling the first round queued (a lease given back)
+        target = pump.claims + 2
+        while pump.claims < target and pump.waiting:  # noqa: ASYNC110 - a counter, no event
+            await asyncio.sleep(0.005)
+
+    async def stats(self, frontier: Frontier) -> FrontierStats:
+        """``statistics()`` once everything so far reached the backend."""
+        await self.settle(frontier)
+        return frontier.statistics()
+
+    async def drain(self, frontier: Frontier, result: TaskResult = DONE) -> list[str]:
+        """Get and finish everything queued, in the order handed out."""
+        urls = []
+        while (await self.stats(frontier)).queued:
+            lease = await asyncio.wait_for(frontier.get(), WAIT)
+            urls.append(lease.item.url)
+            await frontier.task_done(lease, result)
+        return urls
+
+
+@pytest.fixture(scope="module")
+def redis_server() -> Iterator[RedisServer]:
+    with RedisServer() as server:
+        yield server
+
+
+@pytest.fixture(params=BACKENDS)
+async def h(request: pytest.FixtureRequest, tmp_path: Path) -> AsyncIterator[Harness]:
+    redis = request.getfixturevalue("redis_server") if request.param == "redis" else None
+    harness = Harness(request.param, tmp_path, redis)
+    yield harness
+    for frontier in harness.opened:
         await frontier.close()
 
 
-def item(path: str, host: str = "a.example", **fields: Any) -> CrawlItem:
-    return CrawlItem(f"http://{host}{path}", **fields)
+# ================================================================================ the queue
+async def test_is_a_frontier(h: Harness) -> None:
+    frontier = await h.make()
+    assert isinstance(frontier, Frontier)
+    assert frontier.persistent is (h.name != "memory")
 
 
-async def drain(frontier: Any, result: TaskResult = DONE) -> list[str]:
-    """Get and finish everything queued, in the order handed out."""
-    urls = []
-    while frontier.statistics().queued:
-        lease = await frontier.get()
-        urls.append(lease.item.url)
-        await frontier.task_done(lease, result)
-    return urls
-
-
-async def settle() -> None:
-    """Let every task that is ready run (no time passes)."""
-    for _ in range(5):
-        await asyncio.sleep(0)
-
-
-# ================================================================================ conformance
-async def test_put_queues_a_url_once(make: Make) -> None:
-    frontier = await make()
+async def test_put_queues_a_url_once(h: Harness) -> None:
+    frontier = await h.make()
     assert await frontier.put(item("/a")) is True
     assert await frontier.put(item("/a")) is False
     assert await frontier.put(item("/a", tries=3)) is False  # the URL is the key
-    new = await frontier.put_many([item("/b"), item("/a"), item("/c"), item("/b"), item("/d")])
+    batch = [item("/b"), item("/a"), item("/c"), item("/b"), item("/d"), item("/", "b.example")]
+    new = await frontier.put_many(batch)
     assert [i.url for i in new] == [
         "http://a.example/b",
         "http://a.example/c",
         "http://a.example/d",
+        "http://b.example/",
     ]
-    stats = frontier.statistics()
-    assert (stats.queued, stats.seen, stats.hosts, stats.in_flight) == (4, 4, 1, 0)
+    stats = await h.stats(frontier)
+    assert (stats.queued, stats.seen, stats.hosts, stats.in_flight) == (5, 5, 2, 0)
 
 
-async def test_a_url_stays_seen_after_it_is_done(make: Make) -> None:
-    frontier = await make()
+async def test_a_url_stays_seen_after_it_is_done(h: Harness) -> None:
+    frontier = await h.make()
     await frontier.put(item("/a"))
-    assert await drain(frontier) == ["http://a.example/a"]
+    assert await h.drain(frontier) == ["http://a.example/a"]
     assert await frontier.put(item("/a")) is False
-    assert frontier.statistics().done == 1
+    assert (await h.stats(frontier)).done == 1
 
 
-async def test_fifo_within_a_host_and_items_intact(make: Make) -> None:
-    frontier = await make()
+async def test_fifo_within_a_host_and_items_intact(h: Harness) -> None:
+    frontier = await h.make()
     items = [
-        item(f"/{n}", redirects_left=n % 5, depth=n, hops="L" * n, via="http://a.example/")
+        item(f"/{n}", "a.example:8080", redirects_left=n % 5, depth=n, hops="LE" * n, via="v/")
         for n in range(30)
     ]
     await frontier.put_many(items)
     leased = []
-    while frontier.statistics().queued:
-        lease = await frontier.get()
+    for _ in items:
+        lease = await asyncio.wait_for(frontier.get(), WAIT)
+        assert lease.host == "a.example:8080"  # the politeness key keeps the port
         leased.append(lease.item)
         await frontier.task_done(lease, DONE)
     assert leased == items
-    stats = frontier.statistics()
+    stats = await h.stats(frontier)
     assert (stats.queued, stats.done, stats.in_flight) == (0, 30, 0)
 
 
-async def test_a_busy_host_does_not_block_another(make: Make) -> None:
-    frontier = await make(concurrency=1)
+async def test_a_busy_host_does_not_block_another(h: Harness) -> None:
+    frontier = await h.make(concurrency=1)
     await frontier.put_many([item("/1"), item("/2"), item("/1", host="b.example")])
     leases = {lease.host: lease for lease in [await frontier.get(), await frontier.get()]}
     assert set(leases) == {"a.example", "b.example"}  # no waiting behind a.example's queue
     waiting = asyncio.create_task(frontier.get())
-    await settle()
+    await h.settle(frontier)
     assert not waiting.done()  # a.example's only slot is taken; b.example has nothing left
     await frontier.task_done(leases["a.example"], DONE)
-    third = await asyncio.wait_for(waiting, 1)
+    third = await asyncio.wait_for(waiting, WAIT)
     assert third.item.url == "http://a.example/2"
     await frontier.task_done(leases["b.example"], DONE)
     await frontier.task_done(third, DONE)
-    await asyncio.wait_for(frontier.join(), 1)
+    await asyncio.wait_for(frontier.join(), WAIT)
 
 
-async def test_politeness_delay_follows_the_gate_clock(make: Make, clock: FakeClock) -> None:
-    frontier = await make(concurrency=4, delay=10.0)
+async def test_links_put_by_a_lease_keep_join_open(h: Harness) -> None:
+    frontier = await h.make()
+    await frontier.put(item("/"))
+    joined = asyncio.create_task(frontier.join())
+    lease = await frontier.get()
+    await frontier.put_many([lease.item.child("http://a.example/child", Hop.LINK)])
+    await frontier.task_done(lease, DONE)
+    await h.settle(frontier)
+    assert not joined.done()
+    assert await h.drain(frontier) == ["http://a.example/child"]
+    await asyncio.wait_for(joined, WAIT)
+
+
+async def test_join_waits_for_children_found_by_concurrent_workers(h: Harness) -> None:
+    """Workers put a page's links before finishing it: join never returns while any of them
+    is queued, leased or still to be found."""
+    frontier = await h.make()
+    tree = {
+        "http://a.example/": ["http://a.example/1", "http://b.example/1"],
+        "http://a.example/1": ["http://a.example/2", "http://a.example/"],
+        "http://b.example/1": ["http://c.example/1"],
+    }
+    await frontier.put(item("/"))
+    processed: list[str] = []
+
+    async def work() -> None:
+        while True:
+            lease = await frontier.get()
+            processed.append(lease.item.url)
+            await asyncio.sleep(0)  # the fetch
+            links = [lease.item.child(url, Hop.LINK) for url in tree.get(lease.item.url, [])]
+            await frontier.put_many(links)
+            await frontier.task_done(lease, DONE)
+
+    workers = [asyncio.create_task(work()) for _ in range(4)]
+    try:
+        await asyncio.wait_for(frontier.join(), WAIT)
+    finally:
+        for worker in workers:
+            worker.cancel()
+        await asyncio.gather(*workers, return_exceptions=True)
+    assert sorted(processed) == sorted(
+        [
+            "http://a.example/",
+            "http://a.example/1",
+            "http://b.example/1",
+            "http://a.example/2",
+            "http://c.example/1",
+        ]
+    )
+    stats = await h.stats(frontier)
+    assert (stats.done, stats.queued, stats.in_flight) == (5, 0, 0)
+
+
+async def test_join_waits_for_queued_and_leased_urls(h: Harness) -> None:
+    frontier = await h.make()
+    await asyncio.wait_for(frontier.join(), WAIT)  # nothing queued: joins at once
+    await frontier.put_many([item("/1"), item("/2"), item("/3")])
+    joined = asyncio.create_task(frontier.join())
+    first, second, third = [await frontier.get() for _ in range(3)]
+    await frontier.task_done(first, TaskResult(Outcome.FAILED, reason="connect-error"))
+    await frontier.task_done(second, TaskResult(Outcome.SKIPPED, reason="robots"))
+    await h.settle(frontier)
+    assert not joined.done()  # the third is still leased
+    await frontier.task_done(third, DONE)
+    await asyncio.wait_for(joined, WAIT)
+    stats = await h.stats(frontier)
+    assert (stats.done, stats.failed, stats.skipped, stats.queued) == (1, 1, 1, 0)
+
+
+# ================================================================================ politeness
+async def test_politeness_delay_spaces_the_starts_of_a_host(h: Harness) -> None:
+    frontier = await h.make(concurrency=4, delay=h.seconds(10))
     await frontier.put_many([item("/1"), item("/2"), item("/1", host="b.example")])
+    started = h.now()
     leases = {lease.host: lease for lease in [await frontier.get(), await frontier.get()]}
     assert {lease.item.url for lease in leases.values()} == {
         "http://a.example/1",
@@ -170,506 +298,257 @@ async def test_politeness_delay_follows_the_gate_clock(make: Make, clock: FakeCl
     }
     await frontier.task_done(leases["a.example"], DONE)
     waiting = asyncio.create_task(frontier.get())
-    await settle()
-    assert not waiting.done()  # a.example's next start is 10 s after the first
-    clock.advance(9.9)
-    frontier.scheduler.dispatch()
-    await settle()
-    assert not waiting.done()
-    clock.advance(0.1)
-    frontier.scheduler.dispatch()
-    lease = await asyncio.wait_for(waiting, 1)
+    await h.advance(frontier, 9.9)
+    if h.exact:
+        assert not waiting.done()  # a.example's next start is 10 units after the first
+    await h.advance(frontier, 0.1)
+    lease = await asyncio.wait_for(waiting, WAIT)
     assert lease.item.url == "http://a.example/2"
+    assert h.now() - started >= h.seconds(10)
 
 
-async def test_crawl_delay_from_robots_spaces_a_host(make: Make, clock: FakeClock) -> None:
-    frontier = await make(delay=0.0)
-    frontier.set_host_delay("a.example", 5.0)
+async def test_crawl_delay_from_robots_spaces_a_host(h: Harness) -> None:
+    frontier = await h.make(delay=0.0)
+    frontier.set_host_delay("a.example", h.seconds(5))
     await frontier.put_many([item("/1"), item("/2")])
+    started = h.now()
     await frontier.task_done(await frontier.get(), DONE)
     waiting = asyncio.create_task(frontier.get())
-    await settle()
-    assert not waiting.done()
-    clock.advance(5.0)
-    frontier.scheduler.dispatch()
-    assert (await asyncio.wait_for(waiting, 1)).item.url == "http://a.example/2"
+    await h.advance(frontier, 4.9)
+    if h.exact:
+        assert not waiting.done()
+    await h.advance(frontier, 0.1)
+    assert (await asyncio.wait_for(waiting, WAIT)).item.url == "http://a.example/2"
+    assert h.now() - started >= h.seconds(5)
 
 
-async def test_retry_goes_back_after_its_delay_and_keeps_join_open(
-    make: Make, clock: FakeClock
-) -> None:
-    frontier = await make()
+async def test_reserve_books_a_start_inside_a_lease(h: Harness) -> None:
+    """The page fetched after its robots.txt in one lease: ``reserve`` says how long to wait,
+    and the host's next lease is spaced behind that reserved start."""
+    frontier = await h.make(concurrency=4, delay=h.seconds(10))
+    await frontier.put_many([item("/1"), item("/2")])
+    started = h.now()
+    lease = await frontier.get()
+    wait = frontier.reserve(lease.host)
+    assert 0 < wait <= h.seconds(10)
+    assert wait >= h.seconds(10) - (h.now() - started)  # counted from this lease's start
+    waiting = asyncio.create_task(frontier.get())
+    await h.advance(frontier, 19.9)
+    if h.exact:
+        assert not waiting.done()  # two spacings: the reserved start, then this one
+    await h.advance(frontier, 0.1)
+    other = await asyncio.wait_for(waiting, WAIT)
+    assert other.item.url == "http://a.example/2"
+    assert h.now() - started >= h.seconds(20)
+    await frontier.task_done(lease, DONE)
+    await frontier.task_done(other, DONE)
+
+
+async def test_a_host_that_keeps_failing_is_paused_with_backoff(h: Harness) -> None:
+    """The host verdict, whatever the backend: three failures in a row pause the host (here
+    10 units); a success ends the streak."""
+    backoff = Backoff(threshold=3, first=h.seconds(10), factor=2.0)
+    frontier = await h.make(concurrency=4, backoff=backoff)
+    await frontier.put_many([item(f"/{n}", "down.example") for n in range(6)])
+    failed = TaskResult(Outcome.FAILED, reason="connect-error")
+    for _ in range(3):
+        lease = await asyncio.wait_for(frontier.get(), WAIT)  # no pause after 1 or 2
+        paused = h.now()
+        await frontier.task_done(lease, failed)
+    waiting = asyncio.create_task(frontier.get())
+    await h.advance(frontier, 9.9)
+    if h.exact:
+        assert not waiting.done()
+    await h.advance(frontier, 0.1)
+    lease = await asyncio.wait_for(waiting, WAIT)
+    assert lease.item.url == "http://down.example/3"
+    assert h.now() - paused >= h.seconds(10)
+    await frontier.task_done(lease, DONE)  # the host answered: the streak ends
+    lease = await asyncio.wait_for(frontier.get(), WAIT)
+    await frontier.task_done(lease, failed)  # one failure after a success: no pause
+    waiting = asyncio.create_task(frontier.get())
+    await h.settle(frontier)
+    if h.exact:
+        assert waiting.done()  # handed out with no time passing
+    assert (await asyncio.wait_for(waiting, WAIT)).item.url == "http://down.example/5"
+
+
+# ================================================================================ outcomes
+async def test_retry_goes_back_after_its_delay_and_keeps_join_open(h: Harness) -> None:
+    frontier = await h.make()
     await frontier.put_many([item("/r"), item("/x")])
     lease = await frontier.get()
     assert lease.item.url == "http://a.example/r"
-    await frontier.task_done(lease, TaskResult(Outcome.RETRY, retry_after=30.0, reason="timeout"))
-    stats = frontier.statistics()
+    retried_at = h.now()
+    retry = TaskResult(Outcome.RETRY, retry_after=h.seconds(30), reason="timeout")
+    await frontier.task_done(lease, retry)
+    stats = await h.stats(frontier)
     assert (stats.queued, stats.in_flight, stats.done, stats.failed) == (2, 0, 0, 0)
-    other = await frontier.get()
+    other = await asyncio.wait_for(frontier.get(), WAIT)
     assert other.item.url == "http://a.example/x"  # the retry went to the back, not ahead
     await frontier.task_done(other, DONE)
     joined = asyncio.create_task(frontier.join())
     waiting = asyncio.create_task(frontier.get())
-    await settle()
-    assert not joined.done() and not waiting.done()
-    clock.advance(30.0)
-    frontier.scheduler.dispatch()
-    retried = await asyncio.wait_for(waiting, 1)
+    await h.settle(frontier)
+    assert not joined.done()
+    if h.exact:
+        assert not waiting.done()
+    await h.advance(frontier, 30)
+    retried = await asyncio.wait_for(waiting, WAIT)
     assert retried.item == item("/r", tries=1)
+    assert h.now() - retried_at >= h.seconds(30)
+    await h.settle(frontier)
+    assert not joined.done()  # still unfinished: it is leased again
     await frontier.task_done(retried, DONE)
-    await asyncio.wait_for(joined, 1)
-    assert frontier.statistics().done == 2
+    await asyncio.wait_for(joined, WAIT)
+    assert (await h.stats(frontier)).done == 2
 
 
-async def test_join_waits_for_queued_and_leased_urls(make: Make) -> None:
-    frontier = await make()
-    await asyncio.wait_for(frontier.join(), 1)  # nothing queued: joins at once
-    await frontier.put_many([item("/1"), item("/2")])
-    joined = asyncio.create_task(frontier.join())
-    first = await frontier.get()
-    second = await frontier.get()
-    await frontier.task_done(first, TaskResult(Outcome.FAILED, reason="connect-error"))
-    await settle()
-    assert not joined.done()
-    await frontier.task_done(second, TaskResult(Outcome.SKIPPED, reason="robots"))
-    await asyncio.wait_for(joined, 1)
-    stats = frontier.statistics()
-    assert (stats.done, stats.failed, stats.skipped, stats.queued) == (0, 1, 1, 0)
-
-
-async def test_links_put_by_a_lease_keep_join_open(make: Make) -> None:
-    frontier = await make()
-    await frontier.put(item("/"))
-    joined = asyncio.create_task(frontier.join())
-    lease = await frontier.get()
-    await frontier.put_many([lease.item.child("http://a.example/child", Hop.LINK)])
-    await frontier.task_done(lease, DONE)
-    await settle()
-    assert not joined.done()
-    assert await drain(frontier) == ["http://a.example/child"]
-    await asyncio.wait_for(joined, 1)
-
-
-async def test_a_cancelled_get_does_not_lose_its_url(make: Make) -> None:
-    frontier = await make()
+async def test_a_cancelled_get_does_not_lose_its_url(h: Harness) -> None:
+    frontier = await h.make()
     getter = asyncio.create_task(frontier.get())
-    await settle()
-    await frontier.put(item("/only"))  # handed to the waiting getter at once...
+    await h.settle(frontier)
+    await frontier.put(item("/only"))  # handed to the waiting getter (at once, or soon)...
     getter.cancel()  # ...which is cancelled before it could run
     with pytest.raises(asyncio.CancelledError):
         await getter
-    assert frontier.statistics().in_flight == 0
-    lease = await asyncio.wait_for(frontier.get(), 1)
+    assert (await h.stats(frontier)).in_flight == 0
+    lease = await asyncio.wait_for(frontier.get(), WAIT)
     assert lease.item.url == "http://a.example/only"
     await frontier.task_done(lease, DONE)
-    await asyncio.wait_for(frontier.join(), 1)
+    await asyncio.wait_for(frontier.join(), WAIT)
 
 
-async def test_many_waiting_workers_each_get_one_url(make: Make) -> None:
-    frontier = await make(concurrency=8)
+async def test_many_waiting_workers_each_get_one_url(h: Harness) -> None:
+    frontier = await h.make(concurrency=8)
     getters = [asyncio.create_task(frontier.get()) for _ in range(5)]
-    await settle()
+    await h.settle(frontier)
     await frontier.put_many([item(f"/{n}") for n in range(3)])
-    await settle()
+    await h.settle(frontier)
     done = [g for g in getters if g.done()]
     assert sorted(g.result().item.url for g in done) == [f"http://a.example/{n}" for n in range(3)]
-    assert frontier.statistics().in_flight == 3
+    assert (await h.stats(frontier)).in_flight == 3
     for g in getters:
         g.cancel()
     await asyncio.gather(*getters, return_exceptions=True)
 
 
-# ================================================================================ SQLite only
-def sqlite_frontier(
-    path: Path, clock: FakeClock | None = None, max_pause: float = 600.0, **options: Any
-) -> SqliteFrontier:
-    gate = HostGate(concurrency=4, delay=0.0, clock=clock or FakeClock(), max_pause=max_pause)
-    return SqliteFrontier(path, gate, **options)
-
-
-def test_bloom_filter_never_forgets_as_it_grows() -> None:
-    mask = (1 << 64) - 1
-    keys = [f"http://a.example/{n}" for n in range(20_000)]
-    bloom = Bloom(100, max_bytes=1 << 20)
-    bloom.add_many(hash(k) for k in keys[:10_000])  # signed hashes, across layer growth
-    for key in keys[10_000:]:
-        bloom.add(hash(key) & mask)
-    assert all(bloom.might_contain(hash(k) & mask) for k in keys)
-    strangers = sum(
-        bloom.might_contain(hash(f"http://b.example/{n}") & mask) for n in range(10_000)
-    )
-    assert strangers < 300  # ~1 % false positives at most
-    capped = Bloom(100, max_bytes=256)  # past the cap the last layer saturates: still no misses
-    capped.add_many(hash(k) for k in keys)
-    assert capped.nbytes <= 256
-    assert all(capped.might_contain(hash(k) & mask) for k in keys)
-
-
-async def test_give_back_returns_a_lease_without_counting_a_try(tmp_path: Path) -> None:
-    frontier = sqlite_frontier(tmp_path / "f.sqlite")
-    await frontier.open()
+async def test_a_lease_given_back_goes_first_without_a_try(h: Harness) -> None:
+    frontier = await h.make(concurrency=1)
     await frontier.put_many([item("/1"), item("/2")])
     lease = await frontier.get()
     frontier.give_back(lease)
-    stats = frontier.statistics()
+    stats = await h.stats(frontier)
     assert (stats.queued, stats.in_flight) == (2, 0)
-    again = await frontier.get()
+    again = await asyncio.wait_for(frontier.get(), WAIT)
     assert again.item == lease.item  # first again, tries unchanged
+    assert again.token != lease.token  # a new lease
     await frontier.task_done(again, DONE)
-    assert await drain(frontier) == ["http://a.example/2"]
-    await frontier.close()
+    assert await h.drain(frontier) == ["http://a.example/2"]
 
 
-async def test_state_survives_close_and_open(tmp_path: Path) -> None:
-    db = tmp_path / "f.sqlite"
-    wall = [5000.0]
-    frontier = sqlite_frontier(db, wall_clock=lambda: wall[0])
-    info = await frontier.open()
-    assert (info.resumed, info.queued, info.done) == (False, 0, 0)
-    items = [item(f"/{n}", depth=n, hops="L" * n, via="http://a.example/") for n in range(8)]
-    await frontier.put_many(items)
-    done, retried, in_flight = [await frontier.get() for _ in range(3)]
-    await frontier.task_done(done, DONE)
-    await frontier.task_done(retried, TaskResult(Outcome.RETRY, retry_after=60.0))
-    await frontier.close()
-
-    wall[0] += 61.0  # the retry is due when the crawl resumes
-    again = sqlite_frontier(db, wall_clock=lambda: wall[0])
-    info = await again.open()
-    assert (info.resumed, info.requeued_in_flight, info.queued, info.done) == (True, 1, 7, 1)
-    stats = again.statistics()
-    assert (stats.queued, stats.done, stats.seen, stats.in_flight) == (7, 1, 8, 0)
-    assert await again.put_many(items) == []  # every URL is still seen
-    leased = []
-    while again.statistics().queued:
-        lease = await asyncio.wait_for(again.get(), 1)
-        leased.append(lease.item)
-        await again.task_done(lease, DONE)
-    # the lease that was in flight comes back first (FIFO, tries unchanged); the retry after
-    # its due time with one more try
-    assert leased[0] == in_flight.item
-    assert sorted(leased, key=lambda i: i.url) == sorted(
-        [*items[2:], items[1].retry()], key=lambda i: i.url
-    )
-    await asyncio.wait_for(again.join(), 1)
-    await again.close()
-
-
-async def test_fifo_holds_across_window_refills(tmp_path: Path) -> None:
-    frontier = sqlite_frontier(tmp_path / "f.sqlite", window=4, memory_items=6)
-    await frontier.open()
-    a = [item(f"/{n}") for n in range(60)]
-    b = [item(f"/{n}", host="b.example") for n in range(40)]
-    for k in range(10):  # interleaved puts, like pages discovering links
-        await frontier.put_many(a[k * 6 : k * 6 + 6] + b[k * 4 : k * 4 + 4])
-    assert frontier.statistics().queued == 100
-    order = await drain(frontier)
-    assert [u for u in order if "//a." in u] == [i.url for i in a]
-    assert [u for u in order if "//b." in u] == [i.url for i in b]
-    assert frontier.statistics().done == 100
-    await asyncio.wait_for(frontier.join(), 1)
-    await frontier.close()
-
-
-async def test_seen_set_is_exact_beyond_its_caches(tmp_path: Path) -> None:
-    # a tiny recent-URL cache and a saturated Bloom filter: every check goes to the database
-    frontier = sqlite_frontier(
-        tmp_path / "f.sqlite", recent_urls=8, bloom_capacity=8, bloom_max_bytes=8
-    )
-    await frontier.open()
-    urls = [item(f"/{n}") for n in range(500)]
-    assert len(await frontier.put_many(urls)) == 500
-    assert await frontier.put_many(urls[::-1]) == []
-    # concurrent puts of overlapping URLs: each URL is new exactly once
-    batches = [[item(f"/n{(k * 7 + j) % 90}") for j in range(40)] for k in range(6)]
-    results = await asyncio.gather(*(frontier.put_many(batch) for batch in batches))
-    new = [i.url for result in results for i in result]
-    assert sorted(new) == sorted({i.url for batch in batches for i in batch})
-    for batch, result in zip(batches, results, strict=True):  # returned in the order given
-        positions = [batch.index(i) for i in result]
-        assert positions == sorted(positions)
-    expected = 500 + len({i.url for batch in batches for i in batch})
-    assert (frontier.statistics().seen, frontier.statistics().queued) == (expected, expected)
-    await frontier.close()
-
-
-@pytest.mark.parametrize("seed", range(4))
-async def test_random_work_hands_out_every_url_once(tmp_path: Path, seed: int) -> None:
-    """Workers put links, retry, finish, and get cancelled while waiting, through tiny windows
-    and caches (every seen check and most refills go to the database): every URL put is handed
-    out until it finishes, exactly once apart from its retries, and the crawl joins."""
-    rng = random.Random(seed)
-    frontier = sqlite_frontier(
-        tmp_path / "f.sqlite",
-        max_pause=0.0,  # retries count as host failures: no backoff on a clock that stands still
-        window=3,
-        memory_items=5,
-        recent_urls=4,
-        bloom_capacity=4,
-        bloom_max_bytes=8,
-        commit_interval=0.001,
-    )
-    await frontier.open()
-    universe = [f"http://h{n % 3}.example/{n}" for n in range(300)]
-    await frontier.put(CrawlItem(universe[0]))
-    leased: collections.Counter[str] = collections.Counter()
-    finished: set[str] = set()
-    retried_by_canceller: set[str] = set()
-
-    async def worker() -> None:
-        while True:
-            lease = await frontier.get()
-            leased[lease.item.url] += 1
-            assert lease.item.url not in finished
-            await asyncio.sleep(0)
-            links = [lease.item.child(rng.choice(universe), Hop.LINK) for _ in range(6)]
-            await frontier.put_many(links)
-            if rng.random() < 0.1 and lease.item.tries < 2 and lease.item.url not in finished:
-                await frontier.task_done(lease, TaskResult(Outcome.RETRY, retry_after=0.0))
-            else:
-                finished.add(lease.item.url)
-                await frontier.task_done(lease, DONE)
-
-    async def canceller() -> None:  # getters that give up: their URLs must not be lost
-        for _ in range(200):
-            getter = asyncio.create_task(frontier.get())
-            for _ in range(rng.randrange(3)):
-                await asyncio.sleep(0)
-            getter.cancel()
-            try:
-                lease = await getter
-            except asyncio.CancelledError:
-                continue
-            leased[lease.item.url] -= 1  # it got a URL before the cancel: give it back
-            await frontier.task_done(lease, TaskResult(Outcome.RETRY, retry_after=0.0))
-            retried_by_canceller.add(lease.item.url)
-
-    tasks = [asyncio.create_task(worker()) for _ in range(5)]
-    tasks.append(asyncio.create_task(canceller()))
-    await asyncio.wait_for(frontier.join(), 30)
-    for task in tasks:
-        task.cancel()
-    await asyncio.gather(*tasks, return_exceptions=True)
-    stats = frontier.statistics()
-    assert (stats.queued, stats.in_flight) == (0, 0)
-    assert stats.done == stats.seen == len(finished)
-    assert all(1 <= leased[url] <= 3 for url in finished if url not in retried_by_canceller)
-    await frontier.close()
-    conn = sqlite3.connect(tmp_path / "f.sqlite")
-    states = dict(conn.execute("SELECT state, count(*) FROM urls GROUP BY state").fetchall())
-    conn.close()
-    assert states == {2: len(finished)}
-
-
-async def test_committed_captures_and_uncommit(tmp_path: Path) -> None:
-    db = tmp_path / "f.sqlite"
-    frontier = sqlite_frontier(db)
-    await frontier.open()
-    await frontier.put_many([item("/a"), item("/b"), item("/c"), item("/d")])
-    name = "crawl-20240101000000000-00000-host.warc.gz"
-    spans = {"/a": [(100, 250), (250, 400)], "/b": [(400, 600)], "/c": [(600, 700)]}
-    for _ in range(4):
+async def test_committed_captures_and_uncommit(h: Harness) -> None:
+    """A persistent frontier keeps the captures each outcome committed, so resume can cut an
+    ``.open`` WARC back to them and re-queue what it cut; a memory frontier commits none."""
+    frontier = await h.make()
+    await frontier.put_many([item("/1"), item("/2"), item("/3")])
+    for start, end in ((100, 200), (200, 300)):  # one host's queue is FIFO: /1, then /2
         lease = await frontier.get()
-        path = lease.item.url.removeprefix("http://a.example")
-        captures = tuple(WrittenCapture(name, s, e) for s, e in spans.get(path, []))
-        if path == "/c":  # a 500 captured, then a retry later
-            result = TaskResult(Outcome.RETRY, captures=captures, retry_after=60.0, status=500)
-        else:
-            result = TaskResult(Outcome.DONE, captures=captures, status=200)
-        await frontier.task_done(lease, result)
-    assert await frontier.committed_captures(name) == {
-        (100, 250),
-        (250, 400),
-        (400, 600),
-        (600, 700),
-    }
+        capture = WrittenCapture("F.warc.gz", start, end)
+        await frontier.task_done(lease, TaskResult(Outcome.DONE, captures=(capture,)))
+    await frontier.flush()
+    committed = await frontier.committed_captures("F.warc.gz")
+    if not frontier.persistent:
+        assert committed == set()
+        assert await frontier.uncommit_captures("F.warc.gz", 0) == 0
+        return
+    assert committed == {(100, 200), (200, 300)}
     assert await frontier.committed_captures("other.warc.gz") == set()
-    await frontier.close()
-
-    again = sqlite_frontier(db)
-    await again.open()
-    assert again.statistics().done == 3
-    # resume cut the file at 400: /b is fetched again; /c is pending anyway; /a keeps its data
-    assert await again.uncommit_captures(name, 400) == 1
-    assert await again.committed_captures(name) == {(100, 250), (250, 400)}
-    stats = again.statistics()
-    assert (stats.done, stats.queued) == (2, 2)
-    lease = await asyncio.wait_for(again.get(), 1)
-    assert lease.item.url == "http://a.example/b"
-    await again.task_done(lease, DONE)
-    assert await again.uncommit_captures(name, 0) == 1  # /a now (/b has no capture left)
-    assert await again.uncommit_captures("never-written.warc.gz", 0) == 0
-    await again.close()
+    assert await frontier.uncommit_captures("F.warc.gz", 200) == 1  # /2 was cut
+    assert await frontier.committed_captures("F.warc.gz") == {(100, 200)}
+    stats = await h.stats(frontier)
+    assert (stats.done, stats.queued) == (1, 2)
+    assert sorted(await h.drain(frontier)) == ["http://a.example/2", "http://a.example/3"]
+    assert (await h.stats(frontier)).done == 3
 
 
-async def test_digest_index_persists(tmp_path: Path) -> None:
-    db = tmp_path / "f.sqlite"
-    frontier = sqlite_frontier(db)
-    await frontier.open()
-    index = SqliteDigestIndex(frontier)
-    original = Original("<urn:uuid:1>", "http://a.example/x", "2024-01-01T00:00:00Z")
+# ================================================================================ the backend
+def config_for(h: Harness, tmp_path: Path, redis: RedisServer | None) -> FrontierConfig:
+    """The config a crawl of ``h``'s backend builds from its settings."""
+    backend = "redis://127.0.0.1:6379/0" if h.name == "redis" else h.name
+    settings = Settings(seeds=("http://a.example/",), frontier=backend, crawl_id="digests")
+    config = frontier_config(settings, state_db=tmp_path / "frontier.sqlite", process_id="p-1")
+    if redis is not None:  # the test server listens on a Unix socket
+        crawl_id = f"digests-{next(_crawl_ids)}"
+        config = dataclasses.replace(config, backend=redis.url, crawl_id=crawl_id)
+    return config
+
+
+@pytest.fixture
+async def backend(
+    h: Harness, request: pytest.FixtureRequest, tmp_path: Path
+) -> AsyncIterator[Backend]:
+    redis = request.getfixturevalue("redis_server") if h.name == "redis" else None
+    opened = open_backend(config_for(h, tmp_path, redis))
+    await opened.frontier.open()
+    yield opened
+    await opened.frontier.close()
+
+
+async def test_open_backend_brings_what_lives_in_the_store(h: Harness, backend: Backend) -> None:
+    frontier = backend.frontier
+    expected = {"memory": MemoryFrontier, "sqlite": SqliteFrontier, "redis": RedisFrontier}
+    assert type(frontier) is expected[h.name]
+    assert (backend.digests is None) is (h.name == "memory")  # the crawler keeps those in memory
+    assert (backend.robots_cache is None) is (h.name != "redis")  # shared by processes only
+    if h.name == "redis":
+        assert not backend.is_last  # not known before the frontier closed
+        await frontier.close()
+    assert backend.is_last  # the only process of its crawl
+
+
+async def test_the_digest_index_of_every_backend(h: Harness, backend: Backend) -> None:
+    """Payload digest -> original: first writer wins, and an add is seen by the next lookup in
+    this process; the index is the crawler's (dedup's DigestIndex)."""
+    index: DigestIndex = backend.digests or MemoryDigestIndex()
+    first = Original("<urn:uuid:1>", "http://a.example/x", "2024-01-01T00:00:00Z")
     assert await index.lookup("sha1:AAAA") is None
-    await index.add("sha1:AAAA", original)
+    await index.add("sha1:AAAA", first)
     await index.add("sha1:AAAA", Original("<urn:uuid:2>", "http://a.example/y", "2025"))
-    assert await index.lookup("sha1:AAAA") == original  # the first stays
+    assert await index.lookup("sha1:AAAA") == first
+    assert await index.lookup("sha1:BBBB") is None
+    none_id = Original(None, "http://a.example/z", "2024-01-02T00:00:00Z")
+    await index.add("sha1:CCCC", none_id)  # a record id may be unknown (an earlier crawl's)
+    assert await index.lookup("sha1:CCCC") == none_id
     await index.close()
-    await frontier.close()
-    again = sqlite_frontier(db)
-    await again.open()
-    assert await SqliteDigestIndex(again).lookup("sha1:AAAA") == original
-    assert await SqliteDigestIndex(again).lookup("sha1:BBBB") is None
-    await again.close()
 
 
-async def test_closed_frontier_refuses_work(tmp_path: Path) -> None:
-    frontier = sqlite_frontier(tmp_path / "f.sqlite")
-    with pytest.raises(FrontierError):
-        await frontier.put(item("/a"))  # not open yet
-    await frontier.open()
-    await frontier.close()
-    await frontier.close()  # idempotent
-    with pytest.raises(FrontierError):
-        await frontier.put(item("/a"))
-
-
-async def test_a_full_database_fails_loudly_and_keeps_a_prefix(tmp_path: Path) -> None:
-    db = tmp_path / "f.sqlite"
-    frontier = sqlite_frontier(db, max_pages=40, commit_interval=0.0)
-    await frontier.open()
-    with pytest.raises(FrontierError, match="full"):
-        for n in range(200):
-            lease = None
-            if frontier.statistics().queued:
-                lease = await frontier.get()
-            parent = lease.item if lease else item("/")
-            await frontier.put_many(
-                [
-                    parent.child(f"http://a.example/{n}/{k}/" + "x" * 200, Hop.LINK)
-                    for k in range(20)
-                ]
-            )
-            if lease is not None:
-                await frontier.task_done(lease, DONE)
-            await frontier.flush()
-    with pytest.raises(FrontierError):
-        await frontier.close()
-    assert_prefix_invariant(db, children_of=lambda url: [])
-    again = sqlite_frontier(db)
-    info = await again.open()
-    assert info.resumed and info.queued > 0
-    await again.close()
-
-
-def assert_prefix_invariant(db: Path, children_of: Callable[[str], list[str]]) -> None:
-    """Every finished URL's children are in the database (they were put before task_done),
-    and the tables agree with each other."""
-    conn = sqlite3.connect(db)
-    try:
-        assert conn.execute("PRAGMA integrity_check").fetchone()[0] == "ok"
-        urls = {u: s for u, s in conn.execute("SELECT url, state FROM urls")}
-        hosts = {h for (h,) in conn.execute("SELECT id FROM hosts")}
-        assert {h for (h,) in conn.execute("SELECT DISTINCT host FROM urls")} <= hosts
-        for url, state in urls.items():
-            if state == 2:
-                missing = [c for c in children_of(url) if c not in urls]
-                assert not missing, f"{url} is done but its links {missing[:3]} were lost"
-    finally:
-        conn.close()
-
-
-CRASH_URLS = 600
-
-
-def crash_children(url: str) -> list[str]:
-    """The links of a page of the crash test's imaginary site (a few hosts, shared pages)."""
-    n = int(url.rsplit("/", 1)[1])
-    found = (2 * n + 1, 2 * n + 2, n * 7 % CRASH_URLS)
-    return [f"http://h{c % 3}.example/{c}" for c in found if c < CRASH_URLS]
-
-
-def crash_child(db: str, seed: str, kill_after: str) -> None:
-    """Crawl the imaginary site with 8 workers; SIGKILL this process after ``kill_after``
-    URLs (run in a subprocess by the test below)."""
-    rng = random.Random(int(seed))
-
-    async def main() -> None:
-        gate = HostGate(concurrency=8, delay=0.0)
-        frontier = SqliteFrontier(Path(db), gate, commit_interval=0.005, window=8, recent_urls=64)
-        await frontier.open()
-        await frontier.put(CrawlItem("http://h0.example/0"))
-        steps = 0
-
-        async def worker() -> None:
-            nonlocal steps
-            while True:
-                lease = await frontier.get()
-                await asyncio.sleep(rng.random() * 0.002)  # the fetch
-                kids = [lease.item.child(u, Hop.LINK) for u in crash_children(lease.item.url)]
-                await frontier.put_many(kids)
-                await asyncio.sleep(0)
-                await frontier.task_done(lease, DONE)
-                steps += 1
-                if steps >= int(kill_after):
-                    os.kill(os.getpid(), signal.SIGKILL)
-
-        workers = [asyncio.create_task(worker()) for _ in range(8)]
-        await frontier.join()
-        for task in workers:
-            task.cancel()
-        await frontier.close()
-
-    asyncio.run(main())
-
-
-def test_a_killed_process_leaves_a_prefix_and_resumes(tmp_path: Path) -> None:
-    db = tmp_path / "crash.sqlite"
-    codes = []
-    for round_, kill_after in enumerate((40, 90, 150, 10_000)):
-        code = (
-            "from tests.frontier.test_frontier import crash_child as c; "
-            "c(*__import__('sys').argv[1:])"
-        )
-        args = [str(db), str(round_), str(kill_after)]
-        proc = subprocess.run(
-            [sys.executable, "-c", code, *args],
-            cwd=REPO,
-            capture_output=True,
-            text=True,
-            timeout=60,
-            check=False,
-        )
-        codes.append(proc.returncode)
-        assert proc.returncode in (0, -signal.SIGKILL), proc.stderr
-        assert_prefix_invariant(db, crash_children)
-    assert codes == [-signal.SIGKILL] * 3 + [0]  # killed thrice; the last run finished
-    conn = sqlite3.connect(db)
-    states = dict(conn.execute("SELECT state, count(*) FROM urls GROUP BY state").fetchall())
-    conn.close()
-    assert set(states) == {2}  # every URL reached is done
-
-
-async def test_memory_stays_bounded_for_a_large_enqueue(tmp_path: Path) -> None:
-    """200,000 queued URLs: the SQLite frontier keeps a bounded heap (SQLite's own page cache
-    is outside tracemalloc and capped by PRAGMA cache_size)."""
-    frontier = sqlite_frontier(tmp_path / "big.sqlite")
-    await frontier.open()
-    nav = [item(f"/nav/{n}") for n in range(30)]
-    await frontier.put_many(nav)
-    tracemalloc.start()
-    try:
-        made = 0
-        while made < 200_000:
-            links = [
-                item(f"/page/{made + k}/index.html", host=f"h{k % 4}.example") for k in range(20)
-            ]
-            made += 20
-            await frontier.put_many(links + nav)
-        _, peak = tracemalloc.get_traced_memory()
-    finally:
-        tracemalloc.stop()
-    stats = frontier.statistics()
-    assert stats.queued == 200_030
-    # a MemoryFrontier holds ~60 MB of Python objects for this; the window (4 hosts x 1,024),
-    # the recent-URL cache (2 x 65,536 strings) and the Bloom filter stay far below
-    assert peak < 40_000_000, f"peak traced memory {peak / 1e6:.1f} MB"
-    await frontier.close()
+def test_frontier_config_from_settings(tmp_path: Path) -> None:
+    settings = Settings(
+        seeds=("http://a.example/",),
+        frontier="redis://127.0.0.1:6379/2",
+        crawl_id="big",
+        lease_timeout=45.0,
+        workers=32,
+        per_host_concurrency=3,
+        per_host_delay=1.5,
+        max_retry_after=90.0,
+        max_crawl_delay=None,
+    )
+    config = frontier_config(settings, state_db=tmp_path / "f.sqlite", process_id="host-1")
+    assert config.shared
+    assert (config.backend, config.crawl_id, config.process_id) == (
+        "redis://127.0.0.1:6379/2",
+        "big",
+        "host-1",
+    )
+    assert (config.lease_timeout, config.max_claim, config.state_db) == (
+        45.0,
+        32,
+        tmp_path / "f.sqlite",
+    )
+    gate = config.host_gate()
+    assert (gate.concurrency, gate.delay, gate.max_pause) == (3, 1.5, 90.0)
+    assert gate.max_crawl_delay == float("inf")
+    sqlite = frontier_config(Settings(seeds=("http://a.example/",)), state_db=tmp_path / "x")
+    assert not sqlite.shared and sqlite.backend == "sqlite"

@@ -188,6 +188,11 @@ class Pump:
     def running(self) -> bool:
         return self._task is not None
 
+    @property
+    def waiting(self) -> int:
+        """``get`` calls waiting for a lease."""
+        return self._live_waiters()
+
     async def stop(self) -> None:
         """Stop at once; waiting ``get`` calls are cancelled."""
         task, self._task = self._task, None
