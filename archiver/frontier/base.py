@@ -36,6 +36,11 @@ class Lease:
     token: int = 0  #: backend-specific claim id
 
 
+# Enum members as module globals: an ``Enum.MEMBER`` lookup costs ~0.1 us on Python 3.11, and
+# these run for every URL.
+_DONE, _FAILED, _SKIPPED = Outcome.DONE, Outcome.FAILED, Outcome.SKIPPED
+
+
 @dataclass(slots=True)
 class Outcomes:
     """How many URLs ended each way: the final outcomes of :class:`~archiver.models.Outcome`
@@ -47,11 +52,11 @@ class Outcomes:
 
     def count(self, outcome: Outcome, n: int = 1) -> None:
         """``n`` URLs ended with ``outcome`` (a negative ``n`` takes them back: resume)."""
-        if outcome is Outcome.DONE:
+        if outcome is _DONE:
             self.done += n
-        elif outcome is Outcome.FAILED:
+        elif outcome is _FAILED:
             self.failed += n
-        elif outcome is Outcome.SKIPPED:
+        elif outcome is _SKIPPED:
             self.skipped += n
         else:
             raise ValueError(f"{outcome} is not a final outcome")

@@ -29,6 +29,8 @@ from archiver.frontier.base import Lease, Outcomes
 from archiver.models import CrawlItem, FrontierStats, Outcome, TaskResult
 from archiver.policy.politeness import HostGate
 
+_RETRY = Outcome.RETRY  # a module global: Enum member lookups are slow on Python 3.11
+
 
 class HostScheduler:
     """Hands out items of ready hosts to waiting workers; owns the join count.
@@ -259,7 +261,7 @@ class LocalFrontier:
         or a retry held back for ``retry_after`` seconds (still unfinished)."""
         scheduler = self.scheduler
         scheduler.returned(lease, result)
-        if result.outcome is Outcome.RETRY:
+        if result.outcome is _RETRY:
             scheduler.delay(lease.item.retry(), max(result.retry_after or 0.0, 0.0))
         else:
             self.outcomes.count(result.outcome)

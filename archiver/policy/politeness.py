@@ -40,16 +40,22 @@ class HostReport(enum.IntEnum):
     FAILING = 2  #: a 5xx, or no response at all (connection refused, reset, timeout)
 
 
+# Enum members as module globals: an ``Enum.MEMBER`` lookup costs ~0.1 us on Python 3.11, and
+# the verdict runs for every outcome.
+_DONE, _RETRY, _FAILED = Outcome.DONE, Outcome.RETRY, Outcome.FAILED
+_NEUTRAL, _HEALTHY, _FAILING = HostReport.NEUTRAL, HostReport.HEALTHY, HostReport.FAILING
+
+
 def host_report(result: TaskResult) -> HostReport:
     """A 5xx (RFC 9110 section 15.6: the server failed) or no response at all is a failure of
     the host; a finished fetch with any other answer is a sign of health."""
-    if result.status is not None and result.status >= 500:
-        return HostReport.FAILING
-    if result.status is None and result.outcome in (Outcome.RETRY, Outcome.FAILED):
-        return HostReport.FAILING
-    if result.outcome is Outcome.DONE:
-        return HostReport.HEALTHY
-    return HostReport.NEUTRAL
+    outcome = result.outcome
+    if result.status is None:
+        if outcome is _RETRY or outcome is _FAILED:
+            return _FAILING
+    elif result.status >= 500:
+        return _FAILING
+    return _HEALTHY if outcome is _DONE else _NEUTRAL
 
 
 @dataclass(frozen=True, slots=True)
@@ -74,34 +80,27 @@ class Backoff:
 BACKOFF = Backoff()
 
 
-@dataclass(frozen=True, slots=True)
-class HostVerdict:
-    """The consequence of one outcome for its host."""
-
-    report: HostReport
-    failures: int  #: consecutive failures of the host, this outcome included
-    pause: float | None  #: seconds the host stays away from now on (capped); None: no pause
-
-
 def host_verdict(
     result: TaskResult, failures: int, *, max_pause: float, backoff: Backoff = BACKOFF
-) -> HostVerdict:
-    """What ``result`` means for a host that had ``failures`` consecutive failures before it.
+) -> tuple[int, float | None]:
+    """What ``result`` means for a host that had ``failures`` consecutive failures before it:
+    ``(failures, pause)``, the host's consecutive failures with this outcome, and the seconds it
+    stays away from now on (None: no pause).
 
     The pause is the longest of what the host asked for (a 429/503 Retry-After, a bot
     challenge: :attr:`~archiver.models.TaskResult.host_pause`) and the failure backoff, never
-    more than ``max_pause``.
+    more than ``max_pause``. (A plain tuple: this runs for every outcome.)
     """
     report = host_report(result)
     pause = result.host_pause
-    if report is HostReport.FAILING:
+    if report is _FAILING:
         failures += 1
         backoff_pause = backoff.pause(failures, max_pause)
         if backoff_pause is not None:
             pause = backoff_pause if pause is None else max(pause, backoff_pause)
-    elif report is HostReport.HEALTHY:
+    elif report is _HEALTHY:
         failures = 0
-    return HostVerdict(report, failures, None if pause is None else min(pause, max_pause))
+    return failures, None if pause is None else min(pause, max_pause)
 
 
 @dataclass(slots=True)
@@ -193,12 +192,11 @@ class HostGate:
         state.in_flight = max(state.in_flight - 1, 0)
         if result is None:
             return
-        verdict = host_verdict(
+        state.failures, pause = host_verdict(
             result, state.failures, max_pause=self.max_pause, backoff=self.backoff
         )
-        state.failures = verdict.failures
-        if verdict.pause is not None:
-            state.paused_until = max(state.paused_until, self.clock() + verdict.pause)
+        if pause is not None:
+            state.paused_until = max(state.paused_until, self.clock() + pause)
 
     def set_crawl_delay(self, host: str, seconds: float) -> None:
         """Honour a robots.txt Crawl-delay (capped at ``max_crawl_delay``)."""

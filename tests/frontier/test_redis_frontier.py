@@ -299,21 +299,20 @@ async def test_the_ack_script_applies_the_host_verdict(
 
     failures, paused_until = 0, 0.0
     for lease, result in zip(leases, results, strict=True):
-        verdict = host_verdict(result, failures, max_pause=100.0, backoff=backoff)
+        failures, expected = host_verdict(result, failures, max_pause=100.0, backoff=backoff)
         before = await server_time()
         await frontier.task_done(lease, result)
         await frontier.flush()
         after = await server_time()
         fails, pause = await client.hmget(host_key, ["fails", "pause"])
         assert fails is not None and pause is not None
-        assert int(fails) == verdict.failures
-        failures = verdict.failures
-        if verdict.pause is None:
+        assert int(fails) == failures
+        if expected is None:
             assert float(pause) == paused_until
         else:  # applied at the ACK's time on the server, between before and after
-            low = max(paused_until, before + verdict.pause)
-            high = max(paused_until, after + verdict.pause)
-            assert low <= float(pause) <= high, (result, verdict, float(pause) - before)
+            low = max(paused_until, before + expected)
+            high = max(paused_until, after + expected)
+            assert low <= float(pause) <= high, (result, expected, float(pause) - before)
             paused_until = float(pause)
 
 

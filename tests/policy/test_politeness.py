@@ -21,7 +21,6 @@ from archiver.policy.politeness import (
     Backoff,
     HostGate,
     HostReport,
-    HostVerdict,
     host_report,
     host_verdict,
     parse_retry_after,
@@ -80,35 +79,33 @@ def test_retry_after_seconds_and_dates() -> None:
 )
 def test_what_an_outcome_says_about_its_host(result: TaskResult, report: HostReport) -> None:
     assert host_report(result) is report
-    assert host_verdict(result, 0, max_pause=600.0).report is report
+    failures, _ = host_verdict(result, 1, max_pause=600.0)
+    assert failures == {HostReport.NEUTRAL: 1, HostReport.HEALTHY: 0, HostReport.FAILING: 2}[report]
 
 
 def test_the_verdict_counts_failures_and_backs_off_exponentially() -> None:
     failure = TaskResult(Outcome.FAILED, reason="connect-error")
     failures, pauses = 0, []
     for _ in range(7):
-        verdict = host_verdict(failure, failures, max_pause=30.0)
-        failures = verdict.failures
-        pauses.append(verdict.pause)
+        failures, pause = host_verdict(failure, failures, max_pause=30.0)
+        pauses.append(pause)
     assert failures == 7
     assert pauses == [None, None, 5.0, 10.0, 20.0, 30.0, 30.0]  # capped at max_pause
-    assert host_verdict(done(), failures, max_pause=30.0) == HostVerdict(
-        HostReport.HEALTHY, 0, None
-    )
+    assert host_verdict(done(), failures, max_pause=30.0) == (0, None)  # the streak ends
     skipped = TaskResult(Outcome.SKIPPED, reason="robots")
-    assert host_verdict(skipped, 2, max_pause=30.0) == HostVerdict(HostReport.NEUTRAL, 2, None)
+    assert host_verdict(skipped, 2, max_pause=30.0) == (2, None)
 
 
 def test_the_verdict_keeps_the_longer_of_retry_after_and_backoff() -> None:
     unavailable = TaskResult(Outcome.RETRY, status=503, retry_after=42.0)
-    assert host_verdict(unavailable, 0, max_pause=600.0).pause == 42.0  # first failure
-    assert host_verdict(unavailable, 5, max_pause=600.0).pause == 42.0  # 6th: backoff 40 s
-    assert host_verdict(unavailable, 6, max_pause=600.0).pause == 80.0  # 7th: 5 * 2**4 s
-    assert host_verdict(unavailable, 6, max_pause=60.0).pause == 60.0
+    assert host_verdict(unavailable, 0, max_pause=600.0) == (1, 42.0)  # first failure
+    assert host_verdict(unavailable, 5, max_pause=600.0) == (6, 42.0)  # backoff 40 s
+    assert host_verdict(unavailable, 6, max_pause=600.0) == (7, 80.0)  # 5 * 2**4 s
+    assert host_verdict(unavailable, 6, max_pause=60.0) == (7, 60.0)
     throttled = TaskResult(Outcome.DONE, status=429, retry_after=86_400.0)
-    assert host_verdict(throttled, 9, max_pause=60.0) == HostVerdict(HostReport.HEALTHY, 0, 60.0)
+    assert host_verdict(throttled, 9, max_pause=60.0) == (0, 60.0)
     challenge = TaskResult(Outcome.RETRY, status=403, reason="challenge")
-    assert host_verdict(challenge, 1, max_pause=600.0) == HostVerdict(HostReport.NEUTRAL, 1, 30.0)
+    assert host_verdict(challenge, 1, max_pause=600.0) == (1, 30.0)
 
 
 def test_a_gate_applies_its_own_backoff() -> None:

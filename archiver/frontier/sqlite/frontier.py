@@ -68,6 +68,7 @@ MEMORY_ITEMS = 100_000
 RECENT_URLS = 65_536
 
 _FINAL_STATE = {Outcome.DONE: DONE, Outcome.FAILED: FAILED, Outcome.SKIPPED: SKIPPED}
+_RETRY = Outcome.RETRY  # a module global: Enum member lookups are slow on Python 3.11
 
 
 class _HostQueue:
@@ -406,7 +407,7 @@ class SqliteFrontier(LocalFrontier):
         store.check()
         item = lease.item
         captures = [(c.filename, c.start, c.end) for c in result.captures]
-        retry = result.outcome is Outcome.RETRY
+        retry = result.outcome is _RETRY
         # The write is issued before the scheduler runs: handing the freed slot to a waiting
         # worker, or releasing a retry due now, issues writes that must come after this one.
         try:
