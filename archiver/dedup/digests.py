@@ -14,7 +14,14 @@ from archiver.models import Original
 
 
 class DigestIndex(Protocol):
-    """Where identical payloads are looked up. Backends: memory, SQLite, Redis."""
+    """Where identical payloads are looked up: payload digest -> the original capture.
+
+    First writer wins, and a ``lookup`` sees every ``add`` made before it in this process.
+    :class:`MemoryDigestIndex` is here; the crawl's own index in the SQLite database and the one
+    shared in Redis live with their frontier backend (``archiver.frontier.sqlite.digests``,
+    ``archiver.frontier.redis.shared``, which satisfy this protocol structurally: the frontier
+    does not import this stage), built by ``archiver.frontier.open_backend``.
+    """
 
     async def lookup(self, digest: str) -> Original | None: ...
 
