@@ -424,12 +424,27 @@ class Pump:
         await self.link.reconnect()
 
     def _settle(self, plan: _Round, replies: list[Any], now: float) -> None:
-        index = 0
-        for kind, ops in plan.calls:
-            reply = replies[index]
+        index = self._settle_calls(plan, replies)
+        if plan.renew_tokens is not None:
+            self._settle_renew(_checked(replies[index]), now)
             index += 1
-            if isinstance(reply, ResponseError):
-                raise script_error(reply)
+        if plan.claim:
+            self._settle_claim(plan.claim, _checked(replies[index]), now)
+            index += 1
+        if plan.stats:
+            self.apply_counts(replies[index])
+            self._stats_at = now + STATS_INTERVAL
+            waiters, self._stat_waiters = self._stat_waiters, []
+            for waiter in waiters:
+                if not waiter.done():
+                    waiter.set_result(self.counts["unfinished"])
+        if self._space is not None and len(self._ops) < self.max_pending:
+            self._space.set()
+
+    def _settle_calls(self, plan: _Round, replies: list[Any]) -> int:
+        """The replies to the round's operations, in order; returns how many it read."""
+        for index, (kind, ops) in enumerate(plan.calls):
+            reply = _checked(replies[index])
             if kind == "put":
                 self._settle_puts(ops, reply)
             elif kind == "ack":
@@ -449,36 +464,19 @@ class Pump:
         for op in plan.ops:
             if isinstance(op, Barrier) and not op.future.done():
                 op.future.set_result(None)
-        if plan.renew_tokens is not None:
-            reply = replies[index]
-            index += 1
-            if isinstance(reply, ResponseError):
-                raise script_error(reply)
-            lost, recovered = reply
-            if (lost or recovered) and self.log is not None:
-                self.log.warning(
-                    "redis-leases-lost",
-                    lost=len(lost),
-                    recovered=int(recovered),
-                    note="leases expired or were claimed while this process could not renew them",
-                )
-            self._recover = False
-            self._renew_at = now + self.lease_timeout / 3
-        if plan.claim:
-            reply = replies[index]
-            index += 1
-            if isinstance(reply, ResponseError):
-                raise script_error(reply)
-            self._settle_claim(plan.claim, reply, now)
-        if plan.stats:
-            self.apply_counts(replies[index])
-            self._stats_at = now + STATS_INTERVAL
-            waiters, self._stat_waiters = self._stat_waiters, []
-            for waiter in waiters:
-                if not waiter.done():
-                    waiter.set_result(self.counts["unfinished"])
-        if self._space is not None and len(self._ops) < self.max_pending:
-            self._space.set()
+        return len(plan.calls)
+
+    def _settle_renew(self, reply: list[Any], now: float) -> None:
+        lost, recovered = reply
+        if (lost or recovered) and self.log is not None:
+            self.log.warning(
+                "redis-leases-lost",
+                lost=len(lost),
+                recovered=int(recovered),
+                note="leases expired or were claimed while this process could not renew them",
+            )
+        self._recover = False
+        self._renew_at = now + self.lease_timeout / 3
 
     def _settle_puts(self, ops: list[Op], reply: list[int]) -> None:
         new = [int(i) for i in reply]
@@ -525,3 +523,10 @@ class Pump:
         if hint >= 0:
             wait = min(wait, max(hint, 0.001))
         self._poll_at = now + wait
+
+
+def _checked(reply: Any) -> Any:
+    """A script's reply, or the FrontierError its error reply means."""
+    if isinstance(reply, ResponseError):
+        raise script_error(reply)
+    return reply

@@ -177,84 +177,111 @@ class Store:
         return self.failure
 
     def _run(self) -> None:
-        db = self.db
-        stats = self.stats
-        ops = self._ops
-        in_txn = False
-        txn_start = 0.0
         try:
-            db.connect()
+            self.db.connect()
         except Exception as exc:
             self._fail(exc, "opening the database")
+        txn: float | None = None  #: when the open transaction began; None: none is open
         while True:
-            try:
-                if in_txn:
-                    wait = txn_start + self.commit_interval - time.monotonic()
-                    batch = ops.get(timeout=wait) if wait > 0 else ops.get_nowait()
-                else:
-                    batch = ops.get()
-            except queue.Empty:
-                in_txn = self._commit(in_txn)
+            batch = self._take(txn)
+            if batch is None:  # the commit interval passed with nothing new
+                self._commit(txn)
+                txn = None
                 continue
-            weight = sum(op_weight(op[0], op[1]) for op in batch)
-            while weight < MAX_BATCH:
-                try:
-                    more = ops.get_nowait()
-                except queue.Empty:
-                    break
-                batch += more
-                weight += sum(op_weight(op[0], op[1]) for op in more)
+            weight = self._fill(batch)
             began = time.perf_counter()
-            results: Results = []
-            commit = any(op[3] for op in batch)
-            if self.failure is None and batch:
-                try:
-                    if not in_txn:
-                        db.begin()
-                        in_txn = True
-                        txn_start = time.monotonic()
-                    db.apply(batch, results)
-                except Exception as exc:
-                    self._fail(exc, "a write")
-                    in_txn = db.rollback()
-            if self.failure is not None:  # rolled back: the batch's answers do not hold
-                results = [(op[2], None, self.failure) for op in batch if op[2] is not None]
-            closing = self._closing and ops.empty()
-            due = commit or closing or time.monotonic() - txn_start >= self.commit_interval
-            if not commit:  # answers need not wait for the commit (it follows in order)
-                self._send(results)
-            if in_txn and due:
-                in_txn = self._commit(in_txn)
-                if commit and self.failure is not None:
-                    results = [(cb, None, self.failure) for cb, _, _ in results]
-            if commit:
-                self._send(results)
-            stats.batches += 1
-            stats.operations += len(batch)
-            stats.max_batch_seconds = max(stats.max_batch_seconds, time.perf_counter() - began)
-            stats.thread_cpu_seconds = time.thread_time()
-            self.applied += weight
-            if self._drain_waiter is not None and self.submitted - self.applied <= LOW_WATER:
-                loop = self._loop
-                if loop is not None:
-                    with contextlib.suppress(RuntimeError):
-                        loop.call_soon_threadsafe(self._wake_drain)
+            results, txn = self._apply(batch, txn)
+            closing = self._closing and self._ops.empty()
+            txn = self._answer(batch, results, txn, closing)
+            self._count(batch, weight, began)
             if closing:
-                db.close()
+                self.db.close()
                 return
 
-    def _commit(self, in_txn: bool) -> bool:
-        if not in_txn:
-            return False
+    def _take(self, txn: float | None) -> list[Op] | None:
+        """The next list of operations; None when a transaction is open and its commit
+        interval passes first."""
+        try:
+            if txn is None:
+                return self._ops.get()
+            wait = txn + self.commit_interval - time.monotonic()
+            return self._ops.get(timeout=wait) if wait > 0 else self._ops.get_nowait()
+        except queue.Empty:
+            return None
+
+    def _fill(self, batch: list[Op]) -> int:
+        """Add what else has arrived to ``batch``, up to :data:`MAX_BATCH`; its weight."""
+        weight = sum(op_weight(op[0], op[1]) for op in batch)
+        while weight < MAX_BATCH:
+            try:
+                more = self._ops.get_nowait()
+            except queue.Empty:
+                break
+            batch += more
+            weight += sum(op_weight(op[0], op[1]) for op in more)
+        return weight
+
+    def _apply(self, batch: list[Op], txn: float | None) -> tuple[Results, float | None]:
+        """Apply ``batch`` in the open transaction (begun if needed); its answers."""
+        results: Results = []
+        if self.failure is None and batch:
+            try:
+                if txn is None:
+                    self.db.begin()
+                    txn = time.monotonic()
+                self.db.apply(batch, results)
+            except Exception as exc:
+                self._fail(exc, "a write")
+                self.db.rollback()
+                txn = None
+        if self.failure is not None:  # rolled back: the batch's answers do not hold
+            results = [(op[2], None, self.failure) for op in batch if op[2] is not None]
+        return results, txn
+
+    def _answer(
+        self, batch: list[Op], results: Results, txn: float | None, closing: bool
+    ) -> float | None:
+        """Commit when due, and send the answers: at once, or after the commit for an
+        operation that asked for one (its caller must not go on before it is durable)."""
+        commit = any(op[3] for op in batch)
+        if not commit:  # answers need not wait for the commit (it follows in order)
+            self._send(results)
+        if txn is not None and (
+            commit or closing or time.monotonic() - txn >= self.commit_interval
+        ):
+            self._commit(txn)
+            txn = None
+            if commit and self.failure is not None:
+                results = [(cb, None, self.failure) for cb, _, _ in results]
+        if commit:
+            self._send(results)
+        return txn
+
+    def _count(self, batch: list[Op], weight: int, began: float) -> None:
+        stats = self.stats
+        stats.batches += 1
+        stats.operations += len(batch)
+        stats.max_batch_seconds = max(stats.max_batch_seconds, time.perf_counter() - began)
+        stats.thread_cpu_seconds = time.thread_time()
+        self.applied += weight
+        if self._drain_waiter is not None and self.submitted - self.applied <= LOW_WATER:
+            loop = self._loop
+            if loop is not None:
+                with contextlib.suppress(RuntimeError):
+                    loop.call_soon_threadsafe(self._wake_drain)
+
+    def _commit(self, txn: float | None) -> None:
+        """Commit the open transaction, if any; afterwards none is open."""
+        if txn is None:
+            return
         began = time.perf_counter()
         try:
             self.db.commit()
         except Exception as exc:
             self._fail(exc, "commit")
             self.db.rollback()
-            return False
+            return
         self.stats.commits += 1
         self.stats.max_commit_seconds = max(
             self.stats.max_commit_seconds, time.perf_counter() - began
         )
-        return False
