@@ -283,9 +283,9 @@ CHUNKED_WIRE = (
 async def test_warcio_check_flags_only_the_chunked_payload_digest(
     tmp_path: Path, raw_server: RawServer
 ) -> None:
-    """The documented divergence (DESIGN.md, Digests): warcio hashes the chunked framing, we
-    digest the de-chunked body as WARC 1.1 section 6.3.2 says. Exactly the chunked response's
-    payload digest is reported, nothing else."""
+    """The documented divergence (README, "Digests per the spec"): warcio hashes the chunked
+    framing, we digest the de-chunked body as WARC 1.1 section 6.3.2 says. Exactly the chunked
+    response's payload digest is reported, nothing else."""
     raw_server.add(
         "/",
         ok(b'<a href="/chunked">c</a> <a href="/plain.txt">p</a> <img src="/i.png">'),

@@ -1,9 +1,9 @@
 """The judge behind ``archiver verify``: are these WARC files and their CDXJ index what we promise?
 
-warcio and fastwarc hash chunked bodies with their framing and miss a truncated last member
-(SPEC-NOTES findings 3 and 4), so they cannot judge our output. This module reads every file
-through :mod:`archiver.warc.reader` (a member walk that trusts nothing) and checks, streaming each
-block once through the hashers:
+warcio and fastwarc hash chunked bodies with their framing (against WARC 1.1 §6.3.2, see
+iipc/warc-specifications#22) and miss a truncated last member, so they cannot judge our output.
+This module reads every file through :mod:`archiver.warc.reader` (a member walk that trusts
+nothing) and checks, streaming each block once through the hashers:
 
 1. every gzip member is valid and holds exactly one record, with nothing after the last one
    (WARC 1.1 annex D); ``.open`` files mean a writer did not finish;

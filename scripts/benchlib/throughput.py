@@ -41,7 +41,7 @@ def label(tool: str) -> str:
     return LABELS.get(tool, tool)
 
 
-#: the goals of issue 8 (URLs/s over the whole process, on this 2-core machine)
+#: the throughput goals (URLs/s over the whole process, on this 2-core machine)
 GOALS = {"synth": 2000.0, "docs": 640.0}
 GOAL_CEILING = 0.70
 GOAL_WGET = 4.0
@@ -290,7 +290,7 @@ def format_report(report: dict[str, Any]) -> str:
     lines.append("")
     lines.append(
         "URLs = every HTTP response the tool received (pages, requisites, redirects, 404s); URLs/s, "
-        "CPU and RSS are per whole process (interpreter start-up and exit included), as in issue 8; "
+        "CPU and RSS are per whole process (interpreter start-up and exit included); "
         "'in loop' = URLs over the tool's own loop time (archiver: summary.json duration_seconds; "
         "bare client: its fetch loop; wget: whole process). ÷ ceiling and × wget are medians of "
         "per-round URLs/s ratios to the bare+selectolax client and to wget. The archiver-xN row "
@@ -300,7 +300,7 @@ def format_report(report: dict[str, Any]) -> str:
     )
     if goals:
         lines.append("")
-        lines.append("Goals (issue 8):")
+        lines.append("Goals:")
         lines.extend(goals)
     lines.append(f"\n(benchmark took {report['elapsed_s']} s)")
     return "\n".join(lines)

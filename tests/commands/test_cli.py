@@ -1,4 +1,4 @@
-"""The `archiver` command (issue 9), run as a subprocess: real argv, real exit codes, real output.
+"""The `archiver` command, run as a subprocess: real argv, real exit codes, real output.
 
 One crawl of a local test site (module-scoped) feeds the index, verify, report and replay runs.
 """

@@ -1,4 +1,4 @@
-"""Live progress (issue 9): the panel is redrawn in place during a real crawl; without a
+"""Live progress: the panel is redrawn in place during a real crawl; without a
 terminal, JSON stats lines; --quiet prints one line. In-process with a recording rich console,
 and end to end with `archiver crawl` on a pseudo-terminal and on a pipe."""
 

@@ -1,4 +1,4 @@
-"""The HTML report (issue 9): built from a real crawl of the sample site plus hostile values, then
+"""The HTML report: built from a real crawl of the sample site plus hostile values, then
 opened in headless Chromium over the DevTools protocol: it must render (a screenshot with the
 charts' colours in it), log no console error or exception, and load nothing from the network.
 

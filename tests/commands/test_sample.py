@@ -1,4 +1,4 @@
-"""`archiver serve-sample` (issue 9): the demo site serves what it promises, and a crawl of it
+"""`archiver serve-sample`: the demo site serves what it promises, and a crawl of it
 shows each feature (redirect chain, 404, gzip page, @import, srcset, a revisit)."""
 
 from __future__ import annotations

@@ -1,9 +1,9 @@
-"""Byte-exact capture (issue 3): a raw test server sends canned bytes; the WARC must hold them.
+"""Byte-exact capture: a raw test server sends canned bytes; the WARC must hold them.
 
 Each case crawls one or two URLs of :class:`tests.support.raw.RawServer` with the real crawler
 and checks the stored response block against the exact bytes the server wrote, the request
 block against the exact bytes it received, and the digests with ``archiver verify`` (our own
-verifier is the judge: ``warcio check`` hashes chunk framing, SPEC-NOTES finding 3).
+verifier is the judge: ``warcio check`` hashes chunk framing, against WARC 1.1 §6.3.2).
 """
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""End to end at the protocol's edges: SPEC-NOTES section E items 11, 14, 22, 27 and 28.
+"""End to end at the protocol's edges: odd framing, hostile names, limits, file names.
 
 Each test crawls a :class:`tests.support.raw.RawServer` with the real crawler in this event loop,
 so the server's request log and its own byte counts say exactly what crossed the connection, and
@@ -50,8 +50,8 @@ from tests.support.raw import RawServer
 from tests.support.warcs import read_records, responses
 
 #: The name every WARC file must have: ``{prefix}-{timestamp17}-{serial}-{host}.warc.gz`` made
-#: only of ``[A-Za-z0-9.-]`` parts that do not start with a dot or a dash (SPEC-NOTES E.27 asks
-#: for ``^[A-Za-z0-9._-]+$``; archiver's own parts are stricter still).
+#: only of ``[A-Za-z0-9.-]`` parts that do not start with a dot or a dash (what file systems and
+#: ``^[A-Za-z0-9._-]+$`` tooling accept; archiver's own parts are stricter still).
 WARC_NAME = re.compile(
     r"[A-Za-z0-9][A-Za-z0-9.-]*-\d{17}-\d{5,}-[A-Za-z0-9][A-Za-z0-9.-]*\.warc\.gz"
 )

@@ -1,5 +1,5 @@
-"""WACZ 1.1.1 packaging (SPEC-NOTES B.5, E.35): py-wacz validates it, and its index is the
-crawl's CDXJ, line for line."""
+"""WACZ 1.1.1 packaging (https://specs.webrecorder.net/wacz/1.1.1/): py-wacz validates it, and
+its index is the crawl's CDXJ, line for line."""
 
 from __future__ import annotations
 

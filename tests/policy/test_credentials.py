@@ -1,4 +1,4 @@
-"""Configured credentials (SPEC-NOTES D "Secrets", checklist items 25 and 26): a crawl run with
+"""Configured credentials (README, "Credentials"): a crawl run with
 ``--header "Authorization: …"`` sends it only to the seeds' hosts, never to a host whose
 certificate failed verification, and publishes it nowhere but in the request records (the
 documented policy): not in warcinfo, crawl.json, logs, summary, index, pages or the WACZ's

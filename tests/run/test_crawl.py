@@ -1,4 +1,4 @@
-"""End to end (issue 2): crawl a local site; the WARCs replay in pywb and index like cdxj-indexer.
+"""End to end: crawl a local site; the WARCs replay in pywb and index like cdxj-indexer.
 
 The test site has pages, a link cycle, a redirect chain, two redirect chains meeting at one URL,
 CSS with url() images, srcset, a <base href>, a 404, and a second local host (127.0.0.2) with a

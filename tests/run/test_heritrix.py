@@ -1,4 +1,4 @@
-"""Heritrix crawl.log lines (issue 9): the 12-field layout, field by field, for a known crawl.
+"""Heritrix crawl.log lines: the 12-field layout, field by field, for a known crawl.
 
 The lines are parsed here independently of archiver.run.heritrix: split on runs of spaces into
 exactly twelve fields, as Heritrix's own readers (and crawl-log tools) do.

@@ -1,4 +1,4 @@
-"""Scheduled runs (issue 6): a job directory, its lock, timestamped runs, "previous", examples."""
+"""Scheduled runs: a job directory, its lock, timestamped runs, "previous", examples."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""Several ``archiver crawl`` processes on one crawl through Redis (issue 7), as real processes.
+"""Several ``archiver crawl`` processes on one crawl through Redis, as real processes.
 
 * 3 processes crawl a local site of ~2,400 URLs together into one output directory: the union
   of their captures is what one process captures, no URL twice; the merged index equals
@@ -9,9 +9,7 @@
 * Redis unreachable at start is a one-line error.
 
 The processes share ``--output DIR`` (WARCs in ``DIR/warcs``, names carrying host and pid; the
-last process to leave writes ``DIR/index.cdxj``). Until that layout is wired into
-``crawler.py``/``output.py``/``index.py`` (see the issue 7 report), the shim at the end of this
-file runs a ``Crawler`` subclass that does it; delete the shim block after wiring.
+last process to leave writes ``DIR/index.cdxj``).
 """
 
 from __future__ import annotations

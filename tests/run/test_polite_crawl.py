@@ -1,4 +1,4 @@
-"""End to end (issue 4): real crawls of local sites, politely.
+"""End to end: real crawls of local sites, politely.
 
 Per-host concurrency and spacing under 64 workers, 429 + Retry-After, a failing host paused, a
 slow host not holding workers up; robots.txt obeyed (archived, skips logged with reason

@@ -1,4 +1,4 @@
-"""End to end (issue 5, "never lose a capture"): kill, stop, damage, starve; resume; check.
+"""End to end ("never lose a capture"): kill, stop, damage, starve; resume; check.
 
 The crawler runs as a subprocess (``python -m archiver crawl``) on a local generated site served
 from a thread of this process, and is stopped at random moments: SIGKILL five times in one
