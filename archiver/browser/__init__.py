@@ -1,0 +1,1 @@
+"""Pages loaded in headless Chromium (placeholder docstring)."""

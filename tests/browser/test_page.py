@@ -1,0 +1,249 @@
+"""Pages of the client-rendered site loaded in real Chromium, every request answered by a handler
+that fetches it from the live site: what the page requests, what the handler sees, what the
+browser makes of the answers, and what is read from the live DOM."""
+
+from __future__ import annotations
+
+import asyncio
+import collections
+import gzip
+import json
+from collections.abc import Callable
+
+import pytest
+
+from archiver.browser.errors import NavigationError
+from archiver.browser.exchange import BrowserRequest, BrowserResponse, Refusal
+from archiver.browser.pool import BrowserConfig, BrowserPool
+from archiver.extract.links import extract_html
+from tests.browser.conftest import SiteHandler
+from tests.support.spa_site import INDEX, ITEMS, LAZY_IMAGES, UPLOAD, SpaSite, item_paths
+
+
+def origin_paths(site: SpaSite, urls: tuple[str, ...]) -> list[str]:
+    return [url.removeprefix(site.url("")) for url in urls]
+
+
+async def test_static_extraction_finds_no_item_page(spa: SpaSite) -> None:
+    """The gap the browser closes: the index's HTML names no item page."""
+    links = extract_html(INDEX.encode(), spa.url("/"))
+    assert not set(item_paths()) & set(origin_paths(spa, links.pages))
+
+
+async def test_every_request_reaches_the_handler_exactly_once(
+    pool: BrowserPool, spa: SpaSite, handler: SiteHandler
+) -> None:
+    result = await pool.load(spa.url("/"), handler)
+    server = spa.requested()
+    assert sorted(handler.requested()) == sorted(server)
+    duplicates = [line for line, count in collections.Counter(server).items() if count > 1]
+    assert duplicates == []
+    paths = {line.split(" ", 1)[1].split("?", 1)[0] for line in server}
+    expected = {
+        "/",
+        "/static/app.css",
+        "/static/app.js",
+        "/static/archive-sans.woff2",  # the font the stylesheet declares and the text uses
+        "/api/config.json",
+        "/api/items",
+        "/api/items.json",
+        "/api/search",
+        "/api/upload",
+        *(f"/img/{n}.png" for n in range(1, LAZY_IMAGES + 1)),
+    }
+    assert expected <= paths
+    assert result.requests == len(handler.log)
+    cache_busted = [line for line in server if line.startswith("GET /api/config.json?_=")]
+    assert len(cache_busted) == 1
+    document = handler.log[0]
+    assert (document.resource_type, document.is_navigation, document.is_main_frame) == (
+        "Document",
+        True,
+        True,
+    )
+
+
+async def test_post_bodies_arrive_intact(
+    pool: BrowserPool, spa: SpaSite, handler: SiteHandler
+) -> None:
+    result = await pool.load(spa.url("/"), handler)
+    posts = {r.url.removeprefix(spa.url("")): r for r in handler.log if r.method == "POST"}
+    assert posts["/api/upload"].body == UPLOAD  # every byte value, NUL and 0xFF included
+    assert posts["/api/upload"].body_complete
+    assert posts["/api/search"].body == b'{"query":"brass"}'
+    server = {hit.path_qs: hit.body for hit in spa.log if hit.method == "POST"}
+    assert server == {"/api/upload": UPLOAD, "/api/search": b'{"query":"brass"}'}
+    assert "/api/search" in [line.split(" ")[1] for line in handler.requested()]
+    assert result.refused == 0
+
+
+async def test_live_dom_yields_the_item_pages_and_the_gzip_answers_were_decoded(
+    pool: BrowserPool, spa: SpaSite, handler: SiteHandler
+) -> None:
+    """app.js and items.json are gzip-encoded: the page could only run and render the items if
+    the browser got them decoded."""
+    result = await pool.load(spa.url("/"), handler)
+    assert origin_paths(spa, result.links.pages) == item_paths()
+    assert result.title == "Catalogue"
+    assert result.final_url == spa.url("/")
+    assert result.load_event
+    assert result.undelivered == ()
+
+
+async def test_redirects_are_followed_by_the_browser(
+    pool: BrowserPool, spa: SpaSite, handler: SiteHandler
+) -> None:
+    await pool.load(spa.url("/"), handler)
+    hops = [(r.url.removeprefix(spa.url("")), r.redirected) for r in handler.log]
+    first = hops.index(("/api/items", False))
+    assert ("/api/items.json", True) in hops[first + 1 :]
+
+
+async def test_lazy_images_load_only_when_scrolled_into_view(
+    browser_config: Callable[..., BrowserConfig], spa: SpaSite, handler: SiteHandler
+) -> None:
+    images = {f"GET /img/{n}.png" for n in range(1, LAZY_IMAGES + 1)}
+    async with BrowserPool(browser_config(behaviors=("none",))) as still:
+        await still.load(spa.url("/"), handler)
+    assert not images & set(spa.requested())
+    spa.log.clear()
+    async with BrowserPool(browser_config(behaviors=("autoscroll",))) as scrolling:
+        await scrolling.load(spa.url("/"), handler)
+    assert images <= set(spa.requested())
+
+
+async def test_item_pages_render_from_their_json(
+    pool: BrowserPool, spa: SpaSite, handler: SiteHandler
+) -> None:
+    results = await asyncio.gather(*(pool.load(spa.url(path), handler) for path in item_paths()))
+    for (number, name, _), result in zip(ITEMS, results, strict=True):
+        assert result.title == name
+        pages = origin_paths(spa, result.links.pages)
+        assert "/" in pages
+        if number < len(ITEMS):
+            assert f"/item/{number + 1}" in pages
+    requested = spa.requested()
+    for number, _, _ in ITEMS:
+        assert requested.count(f"GET /api/item/{number}.json") == 1
+
+
+async def test_refused_requests_fail_in_the_browser_and_the_page_still_loads(
+    pool: BrowserPool, spa: SpaSite, handler: SiteHandler
+) -> None:
+    handler.refuse = lambda request: "blocked" if "/blocked/" in request.url else None
+    result = await pool.load(spa.url("/refusals.html"), handler)
+    assert result.title == "beacon failed"
+    assert result.refused == 2
+    refused = sorted(r.url.removeprefix(spa.url("")) for r in handler.log if "/blocked/" in r.url)
+    assert refused == ["/blocked/beacon", "/blocked/pixel.png"]
+    assert not [line for line in spa.requested() if "/blocked/" in line]
+    assert "GET /img/1.png" in spa.requested()
+
+
+async def test_a_refused_document_is_a_navigation_error(
+    pool: BrowserPool, spa: SpaSite, handler: SiteHandler
+) -> None:
+    handler.refuse = lambda request: "robots.txt" if request.is_main_frame else None
+    with pytest.raises(NavigationError, match="ERR_BLOCKED_BY_CLIENT"):
+        await pool.load(spa.url("/"), handler)
+    assert spa.log == []
+
+
+async def test_service_workers_are_blocked(
+    pool: BrowserPool, spa: SpaSite, handler: SiteHandler
+) -> None:
+    result = await pool.load(spa.url("/sw.html"), handler)
+    assert result.title == "refused: SecurityError"
+    assert "GET /sw.js" not in spa.requested()
+    assert pool.process is not None
+    targets = await pool.process.connection.browser.send("Target.getTargets", timeout=30)
+    assert [t for t in targets["targetInfos"] if t["type"] == "service_worker"] == []
+
+
+async def test_a_handler_exception_stops_the_page_and_is_raised(
+    pool: BrowserPool, spa: SpaSite, handler: SiteHandler
+) -> None:
+    class DiskFullError(Exception):
+        pass
+
+    async def failing(request: BrowserRequest) -> BrowserResponse | Refusal:
+        if request.url.endswith("/api/items.json"):
+            raise DiskFullError("no space left")
+        return await handler(request)
+
+    with pytest.raises(DiskFullError):
+        await pool.load(spa.url("/"), failing)
+    result = await pool.load(spa.url("/item/1"), handler)  # the browser goes on
+    assert result.title == "Astrolabe"
+
+
+async def test_screenshot_is_a_png(pool: BrowserPool, spa: SpaSite, handler: SiteHandler) -> None:
+    result = await pool.load(spa.url("/item/3"), handler, screenshot=True)
+    assert result.screenshot is not None
+    assert result.screenshot.startswith(b"\x89PNG\r\n\x1a\n")
+    without = await pool.load(spa.url("/item/3"), handler)
+    assert without.screenshot is None
+
+
+# -- answers built by hand: what the browser makes of them --------------------------------------
+
+PROBE = """<!DOCTYPE html><title>probe</title><script>
+(async () => {
+  const out = {};
+  let r = await fetch("/gzip");
+  out.gzip = [await r.text(), r.headers.get("content-encoding")];
+  r = await fetch("/latin1");
+  out.latin1 = r.headers.get("x-name");
+  r = await fetch("/moved");
+  out.moved = [r.url.split("/").pop(), await r.text()];
+  r = await fetch("/big");
+  out.big = (await r.arrayBuffer()).byteLength;
+  out.toobig = await fetch("/too-big").then(() => "answered", () => "failed");
+  out.brotli = await fetch("/brotli").then(() => "answered", () => "failed");
+  document.title = JSON.stringify(out);
+})();
+</script>"""
+BIG = 20 * 1024 * 1024
+
+
+async def probe_handler(request: BrowserRequest) -> BrowserResponse | Refusal:
+    path = "/" + request.url.split("/", 3)[3]
+    plain = [("Content-Type", "text/plain")]
+    if path == "/":
+        return BrowserResponse(200, [("Content-Type", "text/html")], PROBE.encode())
+    if path == "/gzip":
+        headers = [*plain, ("Content-Encoding", "gzip"), ("Content-Length", "999")]
+        return BrowserResponse(200, headers, gzip.compress(b"unzipped"))
+    if path == "/latin1":
+        return BrowserResponse(200, [*plain, ("X-Name", "caf\xe9")], b"")
+    if path == "/moved":
+        return BrowserResponse(301, [("Location", "/moved-here")], b"", "Moved Permanently")
+    if path == "/moved-here":
+        return BrowserResponse(200, plain, b"arrived")
+    if path == "/big":
+        return BrowserResponse(200, plain, b"x" * BIG)
+    if path == "/too-big":
+        return BrowserResponse(200, plain, b"x" * (BIG + 1))
+    if path == "/brotli":
+        return BrowserResponse(200, [*plain, ("Content-Encoding", "br")], b"\x0b\x02\x80hi\x03")
+    return Refusal("not part of the probe")
+
+
+async def test_answers_reach_the_page_as_the_server_meant_them(
+    browser_config: Callable[..., BrowserConfig], spa: SpaSite
+) -> None:
+    """Decoded content, raw header bytes, redirects, a 20 MiB body; a body over the limit and
+    an undecodable coding fail in the page and are listed."""
+    async with BrowserPool(browser_config(max_body=BIG, behaviors=("none",))) as probe:
+        result = await probe.load(spa.url("/"), probe_handler)
+    out = json.loads(result.title or "{}")
+    assert out["gzip"] == ["unzipped", None]
+    assert out["latin1"] == "caf\xe9"  # the byte 0xE9, read by the page as latin-1, as sent
+    assert out["moved"] == ["moved-here", "arrived"]
+    assert out["big"] == BIG
+    assert out["toobig"] == "failed"
+    assert out["brotli"] == "failed"
+    reasons = dict((url.rsplit("/", 1)[1], reason) for url, reason in result.undelivered)
+    assert reasons["too-big"] == f"a body over {BIG} bytes"
+    assert "br" in reasons["brotli"]
+    assert spa.log == []  # the handler answered everything itself
