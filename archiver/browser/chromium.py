@@ -11,10 +11,11 @@ spawned as the leader of a new process group, so that one ``killpg`` reaches all
 with the crash reporter off, because its handler daemonises out of the group (and writes under
 ``~/.config``). Closing sends ``Browser.close``, waits a little, then kills the group whatever
 happened. If the owner dies without closing (``kill -9``), Chromium normally exits when its end
-of the DevTools pipe closes, but not when it is busy (seen while it was reading a 100 MB
-message); so every launch first reaps what an earlier run left: the group named in the pid file
-and any process whose command line uses this directory's profile, checked in ``/proc`` so that
-nothing else is ever signalled.
+of the DevTools pipe closes, but not when it is busy or hung (seen while it was reading a 100 MB
+message); so every start first reaps what an earlier run left: the process groups of the
+processes whose command line uses this directory's profile. The pid file says which group that
+was, for people and tools; a pid can be reused once its process is gone, so the profile, read
+from ``/proc``, is what decides, and nothing else is ever signalled.
 """
 
 from __future__ import annotations

@@ -152,36 +152,35 @@ class _Tab:
 
     async def evaluate(self, expression: str, *, until: float) -> Any:
         """Evaluate in the isolated world (made again if a navigation replaced it)."""
-        for attempt in range(2):
-            if self.world is None:
-                made = await self.session.send(
-                    "Page.createIsolatedWorld",
-                    {"frameId": self.target, "worldName": "archiver"},
-                    timeout=self.remaining(until),
-                )
-                self.world = int(made["executionContextId"])
-            try:
-                reply = await self.session.send(
-                    "Runtime.evaluate",
-                    {
-                        "expression": expression,
-                        "contextId": self.world,
-                        "returnByValue": True,
-                        "awaitPromise": True,
-                    },
-                    timeout=self.remaining(until),
-                )
-            except CommandError:
-                if attempt:
-                    raise
-                self.world = None  # "cannot find context": the document changed
-                continue
-            if "exceptionDetails" in reply:
-                details = reply["exceptionDetails"]
-                text = details.get("exception", {}).get("description") or details.get("text")
-                raise BrowserError(f"a script of archiver failed in the page: {text}")
-            return reply.get("result", {}).get("value")
-        raise AssertionError("unreachable")
+        try:
+            return await self._evaluate(expression, until)
+        except CommandError:  # "cannot find context": the document changed meanwhile
+            self.world = None
+            return await self._evaluate(expression, until)
+
+    async def _evaluate(self, expression: str, until: float) -> Any:
+        if self.world is None:
+            made = await self.session.send(
+                "Page.createIsolatedWorld",
+                {"frameId": self.target, "worldName": "archiver"},
+                timeout=self.remaining(until),
+            )
+            self.world = int(made["executionContextId"])
+        reply = await self.session.send(
+            "Runtime.evaluate",
+            {
+                "expression": expression,
+                "contextId": self.world,
+                "returnByValue": True,
+                "awaitPromise": True,
+            },
+            timeout=self.remaining(until),
+        )
+        if "exceptionDetails" in reply:
+            details = reply["exceptionDetails"]
+            text = details.get("exception", {}).get("description") or details.get("text")
+            raise BrowserError(f"a script of archiver failed in the page: {text}")
+        return reply.get("result", {}).get("value")
 
     async def settle(self, quiet: float, until: float) -> bool:
         return await self.interceptor.wait_quiet(self.session, quiet, until)
@@ -314,9 +313,13 @@ async def _prepare(tab: _Tab, session: Session, *, top: bool) -> None:
             ("Page.setLifecycleEventsEnabled", {"enabled": True}),
             ("Inspector.enable", {}),
         ]
-    await asyncio.gather(
-        *(session.send(method, params, timeout=tab.remaining()) for method, params in commands)
+    replies = await asyncio.gather(
+        *(session.send(method, params, timeout=tab.remaining()) for method, params in commands),
+        return_exceptions=True,
     )
+    for reply in replies:
+        if isinstance(reply, BaseException):
+            raise reply
 
 
 def _lifecycle(tab: _Tab, params: Params) -> None:

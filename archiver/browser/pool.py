@@ -22,7 +22,7 @@ from archiver.browser.chromium import (
     find_chromium,
     reap_leftovers,
 )
-from archiver.browser.errors import BrowserError
+from archiver.browser.errors import BrowserError, BrowserUnavailableError
 from archiver.browser.exchange import MAX_FULFILL_BODY, RequestHandler
 from archiver.browser.page import PageOptions, PageResult, load_page
 from archiver.errors import SettingsError
@@ -183,9 +183,19 @@ class BrowserPool:
         if self.binary is None:
             self.binary = find_chromium(self.config.chromium)
         flags = chromium_flags(window=self.config.window, user_agent=self.config.user_agent)
-        self._process = await ChromiumProcess.launch(
+        process = await ChromiumProcess.launch(
             self.binary, self.config.state_dir, flags, timeout=self.config.launch_timeout
         )
+        try:
+            # a download is captured by the handler like any response; the browser must not
+            # also write it to disk
+            await process.connection.browser.send(
+                "Browser.setDownloadBehavior", {"behavior": "deny"}, timeout=30.0
+            )
+        except BrowserError as exc:
+            await process.close()
+            raise BrowserUnavailableError(f"Chromium does not take commands: {exc}") from exc
+        self._process = process
         self.stats.launches += 1
         self._served = 0
         return self._process

@@ -9,6 +9,7 @@ import collections
 import gzip
 import json
 from collections.abc import Callable
+from pathlib import Path
 
 import pytest
 
@@ -247,3 +248,82 @@ async def test_answers_reach_the_page_as_the_server_meant_them(
     assert reasons["too-big"] == f"a body over {BIG} bytes"
     assert "br" in reasons["brotli"]
     assert spa.log == []  # the handler answered everything itself
+
+
+# -- frames, workers, dialogs, script navigation, several tabs ------------------------------------
+
+
+async def test_requests_of_out_of_process_iframes_and_workers_reach_the_handler(
+    pool: BrowserPool, spa: SpaSite, handler: SiteHandler
+) -> None:
+    """The iframe is cross-site (localhost vs 127.0.0.1): Chromium gives it its own process and
+    target, auto-attached and intercepted like the page."""
+    result = await pool.load(spa.url("/frames.html"), handler)
+    assert result.title == "worker says hello from 127.0.0.1"
+    frame = f"http://localhost:{spa.port}"
+    asked = {(r.url, r.resource_type) for r in handler.log}
+    assert {
+        (f"{frame}/frame.html", "Document"),
+        (f"{frame}/img/frame.png", "Image"),
+        (f"{frame}/api/in-frame.json", "XHR"),
+        (spa.url("/static/worker.js"), "Other"),
+        (spa.url("/api/from-worker"), "XHR"),
+    } <= asked
+    frame_document = next(r for r in handler.log if r.url == f"{frame}/frame.html")
+    assert (frame_document.is_navigation, frame_document.is_main_frame) == (True, False)
+    assert sorted(handler.requested()) == sorted(spa.requested())
+    assert result.links.requisites[:1] == (f"{frame}/frame.html",)
+
+
+async def test_dialogs_do_not_block_the_page(
+    pool: BrowserPool, spa: SpaSite, handler: SiteHandler
+) -> None:
+    result = await pool.load(spa.url("/dialogs.html"), handler)
+    assert result.title == "dismissed"
+    assert result.load_event
+
+
+async def test_a_script_navigation_is_followed_to_the_page_it_replaces_with(
+    pool: BrowserPool, spa: SpaSite, handler: SiteHandler
+) -> None:
+    result = await pool.load(spa.url("/jump.html"), handler)
+    assert result.final_url == spa.url("/item/2")
+    assert result.title == "Sextant"
+    assert spa.url("/item/3") in result.links.pages
+    documents = [r.url for r in handler.log if r.is_main_frame]
+    assert documents == [spa.url("/jump.html"), spa.url("/item/2")]
+
+
+async def test_tabs_load_at_once_and_each_one_renders(
+    browser_config: Callable[..., BrowserConfig], spa: SpaSite, handler: SiteHandler
+) -> None:
+    """Three tabs at once, each scrolled: every tab must render for its lazy images to load
+    (a hidden background tab would never see them intersect)."""
+    async with BrowserPool(browser_config(tabs=3)) as three:
+        results = await asyncio.gather(*(three.load(spa.url("/"), handler) for _ in range(3)))
+    for result in results:
+        assert origin_paths(spa, result.links.pages) == item_paths()
+    requested = collections.Counter(spa.requested())
+    for n in range(1, LAZY_IMAGES + 1):
+        assert requested[f"GET /img/{n}.png"] == 3
+
+
+async def test_a_download_is_answered_but_is_not_a_page(pool: BrowserPool, spa: SpaSite) -> None:
+    """The handler captured it; the page is a NavigationError; the browser saves nothing."""
+    name = f"report-{spa.port}.pdf"
+    asked: list[str] = []
+
+    async def attachment(request: BrowserRequest) -> BrowserResponse | Refusal:
+        asked.append(request.url)
+        headers = [
+            ("Content-Type", "application/pdf"),
+            ("Content-Disposition", f'attachment; filename="{name}"'),
+        ]
+        return BrowserResponse(200, headers, b"%PDF-1.4\n%%EOF\n")
+
+    with pytest.raises(NavigationError):
+        await pool.load(spa.url(f"/{name}"), attachment)
+    assert asked == [spa.url(f"/{name}")]
+    assert pool.process is not None
+    assert list(pool.process.state_dir.rglob(name)) == []
+    assert not (Path.home() / "Downloads" / name).exists()

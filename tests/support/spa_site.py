@@ -15,7 +15,12 @@ query, and body. What it serves:
 - ``/sw.html``: a page that tries to register ``/sw.js`` as a service worker and shows the
   outcome in its title;
 - ``/refusals.html``: a page that requests ``/blocked/...`` URLs (for handlers that refuse
-  them) beside an allowed image, then sets its title.
+  them) beside an allowed image, then sets its title;
+- ``/frames.html``: an iframe from another site (``localhost`` rather than ``127.0.0.1``, so
+  Chromium runs it in its own process) that loads an image and fetches JSON, and a dedicated
+  worker (``/static/worker.js``) that fetches ``/api/from-worker``;
+- ``/dialogs.html``: a page that opens ``alert()`` and ``confirm()`` before it sets its title;
+- ``/jump.html``: a page whose script replaces it with ``/item/2``.
 
 ``app.js``, ``item.js`` and ``/api/items.json`` are sent gzip-encoded whatever the request
 accepts. Static link extraction finds no item page in any of this HTML: only the scripts do.
@@ -163,6 +168,36 @@ fetch("/blocked/beacon").then(() => "answered", () => "failed").then((outcome) =
 """
 
 
+FRAMES_PAGE = """<!DOCTYPE html>
+<html><head><title>frames</title></head><body>
+<iframe src="http://localhost:PORT/frame.html" width="300" height="200"></iframe>
+<script>
+const worker = new Worker("/static/worker.js");
+worker.onmessage = (event) => { document.title = "worker says " + event.data; };
+</script></body></html>
+"""
+
+FRAME = """<!DOCTYPE html>
+<html><body><img src="/img/frame.png" width="32" height="32">
+<script>fetch("/api/in-frame.json").then((r) => r.json()).then((v) => {
+  document.body.dataset.answer = v.answer;
+});</script></body></html>
+"""
+
+WORKER_JS = "fetch('/api/from-worker').then((r) => r.text()).then((t) => postMessage(t));"
+
+DIALOGS_PAGE = """<!DOCTYPE html>
+<html><head><title>dialogs</title></head><body><script>
+alert("Welcome!");
+document.title = confirm("Leave this page?") ? "confirmed" : "dismissed";
+</script></body></html>
+"""
+
+JUMP_PAGE = """<!DOCTYPE html>
+<html><head><title>jump</title><script>location.replace("/item/2");</script></head></html>
+"""
+
+
 @dataclass(frozen=True)
 class Logged:
     method: str
@@ -244,6 +279,23 @@ class SpaSite:
             return _text(SW_JS, "text/javascript")
         if path == "/refusals.html":
             return _text(REFUSALS_PAGE, "text/html")
+        return self._more(request, path)
+
+    def _more(self, request: web.Request, path: str) -> web.StreamResponse:
+        if path == "/frames.html":
+            return _text(FRAMES_PAGE.replace("PORT", str(self.port)), "text/html")
+        if path == "/frame.html":
+            return _text(FRAME, "text/html")
+        if path == "/api/in-frame.json":
+            return _json({"answer": 42})
+        if path == "/static/worker.js":
+            return _text(WORKER_JS, "text/javascript")
+        if path == "/api/from-worker":
+            return _text("hello from " + request.host.split(":")[0], "text/plain")
+        if path == "/dialogs.html":
+            return _text(DIALOGS_PAGE, "text/html")
+        if path == "/jump.html":
+            return _text(JUMP_PAGE, "text/html")
         return web.Response(status=404, text="not found")
 
     def _item(self, path: str) -> web.StreamResponse:
