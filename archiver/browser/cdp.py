@@ -30,8 +30,6 @@ import json
 from collections.abc import Callable
 from typing import Any
 
-import orjson
-
 from archiver.browser.errors import BrowserError
 
 Params = dict[str, Any]
@@ -56,15 +54,16 @@ class CommandTimeoutError(BrowserError):
 
 
 def _decode(raw: bytes) -> Params:
-    """One message. orjson is strict about lone UTF-16 surrogates, which JavaScript strings (a
-    page title, a DOM text) may contain and Chromium escapes as ``\\udXXX``; json accepts them."""
-    try:
-        message = orjson.loads(raw)
-    except orjson.JSONDecodeError:
-        message = json.loads(raw)
+    """One message (lone UTF-16 surrogates, which a JavaScript string may hold and Chromium
+    escapes as ``\\udXXX``, are accepted)."""
+    message = json.loads(raw)
     if not isinstance(message, dict):
         raise ValueError("a DevTools message that is not a JSON object")
     return message
+
+
+def _encode(message: Params) -> bytes:
+    return json.dumps(message, separators=(",", ":")).encode("ascii") + b"\0"
 
 
 class Session:
@@ -213,7 +212,7 @@ class Connection:
         self._pending[command_id] = (method, future)
         future.add_done_callback(lambda _: self._pending.pop(command_id, None))
         try:
-            self._writer.write(orjson.dumps(message) + b"\0")
+            self._writer.write(_encode(message))
             async with asyncio.timeout(timeout):
                 await self._writer.drain()
         except TimeoutError:

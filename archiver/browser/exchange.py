@@ -25,7 +25,7 @@ from collections.abc import Awaitable, Sequence
 from dataclasses import dataclass
 from typing import Any, Protocol
 
-from archiver.extract.links import ContentDecodingError, decode_content
+from archiver.extract.decoding import ContentDecodingError, decode_content
 
 #: Bodies larger than this (after content decoding) are not handed to the browser.
 MAX_FULFILL_BODY = 64 * 1024 * 1024

@@ -17,7 +17,7 @@ import pytest
 
 from archiver.browser.detect import needs_browser
 from archiver.commands.sample import site_resources
-from archiver.extract.links import decode_content
+from archiver.extract.decoding import decode_content
 from archiver.extract.shape import page_shape
 from tests.support.spa_site import INDEX, ITEM_PAGE
 
