@@ -140,7 +140,18 @@ class _Tab:
     stage: str = "opening the tab"
     world: int | None = None
     loader: str = ""
+    """The main frame's current document (its loader id), once navigation committed."""
+    loads: set[str] = field(default_factory=set)
+    """The documents whose load event fired."""
     loaded: asyncio.Event = field(default_factory=asyncio.Event)
+
+    def await_load(self, loader: str) -> None:
+        """Wait for ``loader``'s load event from now on (set if it already fired)."""
+        self.loader = loader
+        if loader and loader in self.loads:
+            self.loaded.set()
+        else:
+            self.loaded.clear()
 
     # -- PageControl, for behaviours ---------------------------------------------------------
 
@@ -248,7 +259,7 @@ async def _load(tab: _Tab, url: str, started: float) -> PageResult:
         raise NavigationError(url, str(error))
     if navigation.get("isDownload"):
         raise NavigationError(url, "a download, not a page")
-    tab.loader = str(navigation.get("loaderId", ""))
+    tab.await_load(str(navigation.get("loaderId", "")))
     tab.stage = "waiting for the load event"
     load_event = await session.wait(tab.loaded, soft_deadline - tab.now())
     tab.stage = "waiting for the network to go quiet"
@@ -263,6 +274,8 @@ async def _load(tab: _Tab, url: str, started: float) -> PageResult:
         quiet = await tab.settle(options.network_quiet, until)
     tab.stage = "reading the page"
     dom = await tab.evaluate(READ_DOM % options.max_dom, until=tab.deadline)
+    if not isinstance(dom, dict):
+        raise BrowserError(f"{url}: the page's document could not be read")
     screenshot = None
     if options.screenshot:
         tab.stage = "taking the screenshot"
@@ -323,12 +336,12 @@ async def _prepare(tab: _Tab, session: Session, *, top: bool) -> None:
 
 
 def _lifecycle(tab: _Tab, params: Params) -> None:
-    if (
-        params.get("frameId") == tab.target
-        and params.get("name") == "load"
-        and (params.get("loaderId") == tab.loader or not tab.loader)
-    ):
-        tab.loaded.set()
+    """The main frame's load events, by document (loader). Enabling lifecycle events replays
+    those of the current document (about:blank), and the event for the page may be read before
+    the reply to Page.navigate is seen: so each is kept and matched with the loader awaited."""
+    if params.get("frameId") == tab.target and params.get("name") == "load":
+        tab.loads.add(str(params.get("loaderId", "")))
+        tab.await_load(tab.loader)
 
 
 def _navigated(tab: _Tab, params: Params) -> None:
@@ -336,8 +349,7 @@ def _navigated(tab: _Tab, params: Params) -> None:
     frame = params.get("frame", {})
     main = frame.get("id") == tab.target and not frame.get("parentId")
     if main and tab.loader and frame.get("loaderId") != tab.loader:
-        tab.loader = str(frame.get("loaderId", ""))
-        tab.loaded.clear()
+        tab.await_load(str(frame.get("loaderId", "")))
         tab.world = None
 
 

@@ -327,3 +327,22 @@ async def test_a_download_is_answered_but_is_not_a_page(pool: BrowserPool, spa: 
     assert pool.process is not None
     assert list(pool.process.state_dir.rglob(name)) == []
     assert not (Path.home() / "Downloads" / name).exists()
+
+
+async def test_a_page_that_never_finishes_loading_is_read_at_the_deadline(
+    browser_config: Callable[..., BrowserConfig], spa: SpaSite
+) -> None:
+    """An image that never comes holds the load event and the network: the page is read as it
+    is when the waiting must stop (the page timeout is a setting of this test only)."""
+
+    async def stalling(request: BrowserRequest) -> BrowserResponse | Refusal:
+        if request.url.endswith("/forever.png"):
+            await asyncio.Event().wait()
+        page = '<title>partial</title><a href="/next">next</a><img src="/forever.png">'
+        return BrowserResponse(200, [("Content-Type", "text/html")], page.encode())
+
+    async with BrowserPool(browser_config(page_timeout=8.0, behaviors=("none",))) as slow:
+        result = await slow.load(spa.url("/partial"), stalling)
+    assert (result.load_event, result.network_quiet) == (False, False)
+    assert result.title == "partial"
+    assert result.links.pages == (spa.url("/next"),)
