@@ -158,8 +158,8 @@ class Interceptor:
                 answer = fulfill_params(request_id, outcome, max_body=self.max_body)
                 await session.send("Fetch.fulfillRequest", answer, timeout=ANSWER_TIMEOUT)
             except (UndeliverableError, BrowserError) as exc:
-                if session.error is not None:
-                    return  # the tab is gone: nothing to answer
+                if session.error is not None or "Invalid InterceptionId" in str(exc):
+                    return  # the tab is gone, or the page gave up the request (aborted it)
                 if len(self.undelivered) < MAX_LISTED:
                     self.undelivered.append((request.url, str(exc)))
                 await _fail(session, request_id, "Failed")

@@ -346,3 +346,41 @@ async def test_a_page_that_never_finishes_loading_is_read_at_the_deadline(
     assert (result.load_event, result.network_quiet) == (False, False)
     assert result.title == "partial"
     assert result.links.pages == (spa.url("/next"),)
+
+
+async def test_aborted_requests_are_not_reported_and_invalid_answers_are(
+    browser_config: Callable[..., BrowserConfig], spa: SpaSite
+) -> None:
+    page = """<title>aborts</title><script>
+const control = new AbortController();
+fetch("/slow", {signal: control.signal}).catch(() => {});
+fetch("/slow-started").then(() => { control.abort(); fetch("/aborted"); });
+fetch("/weird").then((r) => { document.title = "weird " + r.status; },
+                     () => { document.title = "weird failed"; });
+</script>"""
+    slow_asked = asyncio.Event()
+    aborted = asyncio.Event()
+
+    async def handler(request: BrowserRequest) -> BrowserResponse | Refusal:
+        if request.url.endswith("/slow"):
+            slow_asked.set()
+            await aborted.wait()  # answered only once the page has given it up,
+            await asyncio.sleep(1)  # and the browser has let the paused request go
+            return BrowserResponse(200, [], b"late")
+        if request.url.endswith("/slow-started"):
+            await slow_asked.wait()
+            return BrowserResponse(204, [], b"")
+        if request.url.endswith("/aborted"):
+            aborted.set()
+            return BrowserResponse(204, [], b"")
+        if request.url.endswith("/weird"):
+            return BrowserResponse(999, [], b"?")
+        if request.is_main_frame:
+            return BrowserResponse(200, [("Content-Type", "text/html")], page.encode())
+        return Refusal("not part of the test")
+
+    async with BrowserPool(browser_config(behaviors=("none",))) as pool:
+        result = await pool.load(spa.url("/"), handler)
+    assert result.title == "weird failed"
+    assert [url for url, _ in result.undelivered] == [spa.url("/weird")]
+    assert "Invalid http status code" in result.undelivered[0][1]
