@@ -11,6 +11,7 @@ import json
 from collections.abc import Callable
 from pathlib import Path
 
+import aiohttp
 import pytest
 
 from archiver.browser.errors import NavigationError
@@ -384,3 +385,40 @@ fetch("/weird").then((r) => { document.title = "weird " + r.status; },
     assert result.title == "weird failed"
     assert [url for url, _ in result.undelivered] == [spa.url("/weird")]
     assert "Invalid http status code" in result.undelivered[0][1]
+
+
+async def test_the_browser_has_no_network_of_its_own(
+    pool: BrowserPool, spa: SpaSite, handler: SiteHandler, http: aiohttp.ClientSession
+) -> None:
+    """WebSockets are not paused by the Fetch domain, and a target without interception (here a
+    bare tab) pauses nothing: neither may reach the server past the handler (and past
+    archiver's SSRF guard)."""
+    async with http.ws_connect(spa.url("/socket")) as socket:  # the endpoint works
+        assert (await socket.receive_str()) == "hello"
+    spa.log.clear()
+    result = await pool.load(spa.url("/socket.html"), handler)
+    assert result.title == "socket failed"
+    assert "GET /socket" not in spa.requested()
+    assert sorted(spa.requested()) == sorted(handler.requested())  # all through the handler
+    assert pool.process is not None
+    browser = pool.process.connection.browser
+    bare = await browser.send("Target.createTarget", {"url": "about:blank"}, timeout=30)
+    attached = await browser.send(
+        "Target.attachToTarget", {"targetId": bare["targetId"], "flatten": True}, timeout=30
+    )
+    tab = pool.process.connection.session(attached["sessionId"])
+    ws_url = spa.url("/socket").replace("http:", "ws:")
+    probe = f"""Promise.all([
+      fetch("{spa.url("/direct")}").then(() => "fetched", () => "fetch failed"),
+      new Promise((done) => {{
+        const socket = new WebSocket("{ws_url}");
+        socket.onmessage = () => done("socket open");
+        socket.onerror = () => done("socket failed");
+      }}),
+    ]).then((outcomes) => outcomes.join(", "))"""
+    reply = await tab.send(
+        "Runtime.evaluate", {"expression": probe, "awaitPromise": True}, timeout=60
+    )
+    assert reply["result"]["value"] == "fetch failed, socket failed"
+    assert not [line for line in spa.requested() if line in ("GET /direct", "GET /socket")]
+    await browser.send("Target.closeTarget", {"targetId": bare["targetId"]}, timeout=30)

@@ -20,7 +20,9 @@ query, and body. What it serves:
   Chromium runs it in its own process) that loads an image and fetches JSON, and a dedicated
   worker (``/static/worker.js``) that fetches ``/api/from-worker``;
 - ``/dialogs.html``: a page that opens ``alert()`` and ``confirm()`` before it sets its title;
-- ``/jump.html``: a page whose script replaces it with ``/item/2``.
+- ``/jump.html``: a page whose script replaces it with ``/item/2``;
+- ``/socket.html``: a page that opens a WebSocket to ``/socket`` (a working endpoint that sends
+  ``hello``) and shows the outcome in its title.
 
 ``app.js``, ``item.js`` and ``/api/items.json`` are sent gzip-encoded whatever the request
 accepts. Static link extraction finds no item page in any of this HTML: only the scripts do.
@@ -198,6 +200,15 @@ JUMP_PAGE = """<!DOCTYPE html>
 """
 
 
+SOCKET_PAGE = """<!DOCTYPE html>
+<html><head><title>socket</title></head><body><script>
+const socket = new WebSocket("ws://127.0.0.1:PORT/socket");
+socket.onmessage = (event) => { document.title = "socket said " + event.data; };
+socket.onerror = () => { document.title = "socket failed"; };
+</script></body></html>
+"""
+
+
 @dataclass(frozen=True)
 class Logged:
     method: str
@@ -238,6 +249,12 @@ class SpaSite:
     async def _dispatch(self, request: web.Request) -> web.StreamResponse:
         body = await request.read()
         self.log.append(Logged(request.method, request.path_qs, body))
+        if request.path == "/socket":
+            socket = web.WebSocketResponse()
+            await socket.prepare(request)
+            await socket.send_str("hello")
+            await socket.close()
+            return socket
         return self._respond(request, body)
 
     def _respond(self, request: web.Request, body: bytes) -> web.StreamResponse:
@@ -296,6 +313,8 @@ class SpaSite:
             return _text(DIALOGS_PAGE, "text/html")
         if path == "/jump.html":
             return _text(JUMP_PAGE, "text/html")
+        if path == "/socket.html":
+            return _text(SOCKET_PAGE.replace("PORT", str(self.port)), "text/html")
         return web.Response(status=404, text="not found")
 
     def _item(self, path: str) -> web.StreamResponse:
