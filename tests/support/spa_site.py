@@ -22,7 +22,8 @@ query, and body. What it serves:
 - ``/dialogs.html``: a page that opens ``alert()`` and ``confirm()`` before it sets its title;
 - ``/jump.html``: a page whose script replaces it with ``/item/2``;
 - ``/socket.html``: a page that opens a WebSocket to ``/socket`` (a working endpoint that sends
-  ``hello``) and shows the outcome in its title.
+  ``hello``) and shows the outcome in its title;
+- ``/visible.html``: a page whose title says whether it is visible and gets animation frames.
 
 ``app.js``, ``item.js`` and ``/api/items.json`` are sent gzip-encoded whatever the request
 accepts. Static link extraction finds no item page in any of this HTML: only the scripts do.
@@ -209,6 +210,13 @@ socket.onerror = () => { document.title = "socket failed"; };
 """
 
 
+VISIBLE_PAGE = """<!DOCTYPE html>
+<html><head><title>visible?</title></head><body><p>Am I rendered?</p><script>
+requestAnimationFrame(() => { document.title = document.visibilityState + " with frames"; });
+</script></body></html>
+"""
+
+
 @dataclass(frozen=True)
 class Logged:
     method: str
@@ -313,6 +321,8 @@ class SpaSite:
             return _text(DIALOGS_PAGE, "text/html")
         if path == "/jump.html":
             return _text(JUMP_PAGE, "text/html")
+        if path == "/visible.html":
+            return _text(VISIBLE_PAGE, "text/html")
         if path == "/socket.html":
             return _text(SOCKET_PAGE.replace("PORT", str(self.port)), "text/html")
         return web.Response(status=404, text="not found")
