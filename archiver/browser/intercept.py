@@ -36,6 +36,8 @@ PATTERNS = [
 ]
 #: Time allowed to hand one answer to the browser (a 64 MiB body takes a few seconds).
 ANSWER_TIMEOUT = 60.0
+#: Answers with larger bodies are prepared in a thread, so the event loop does not stall.
+IN_LOOP_BODY = 1024 * 1024
 #: At most this many undelivered responses are listed in a page's result.
 MAX_LISTED = 100
 #: The protocol's Network.ErrorReason values: Fetch.failRequest takes nothing else.
@@ -155,7 +157,12 @@ class Interceptor:
                 await _fail(session, request_id, outcome.error)
                 return
             try:
-                answer = fulfill_params(request_id, outcome, max_body=self.max_body)
+                if len(outcome.body) > IN_LOOP_BODY:  # decoding and base64: not in the loop
+                    answer = await asyncio.to_thread(
+                        fulfill_params, request_id, outcome, max_body=self.max_body
+                    )
+                else:
+                    answer = fulfill_params(request_id, outcome, max_body=self.max_body)
                 await session.send("Fetch.fulfillRequest", answer, timeout=ANSWER_TIMEOUT)
             except (UndeliverableError, BrowserError) as exc:
                 if session.error is not None or "Invalid InterceptionId" in str(exc):
