@@ -454,3 +454,38 @@ async def test_the_browser_has_no_network_of_its_own(
     assert reply["result"]["value"] == "fetch failed, socket failed"
     assert not [line for line in spa.requested() if line in ("GET /direct", "GET /socket")]
     await browser.send("Target.closeTarget", {"targetId": bare["targetId"]}, timeout=30)
+
+
+async def test_blob_form_and_large_request_bodies_arrive_whole(
+    browser_config: Callable[..., BrowserConfig], spa: SpaSite
+) -> None:
+    page = """<title>posting</title><script>
+(async () => {
+  await fetch("/blob", {method: "POST", body: new Blob([new Uint8Array([1, 2, 3, 0, 255])])});
+  const form = new FormData();
+  form.append("name", "x");
+  form.append("file", new File(["hello file"], "a.txt"));
+  await fetch("/form", {method: "POST", body: form});
+  await fetch("/large", {method: "PUT", body: new Uint8Array(5 * 1024 * 1024).fill(66)});
+  document.title = "posted";
+})();
+</script>"""
+    bodies: dict[str, tuple[str, bytes | None, bool]] = {}
+
+    async def handler(request: BrowserRequest) -> BrowserResponse | Refusal:
+        if request.is_main_frame:
+            return BrowserResponse(200, [("Content-Type", "text/html")], page.encode())
+        path = request.url.rsplit("/", 1)[1]
+        bodies[path] = (request.method, request.body, request.body_complete)
+        return BrowserResponse(204, [], b"")
+
+    async with BrowserPool(browser_config(behaviors=("none",))) as pool:
+        result = await pool.load(spa.url("/"), handler)
+    assert result.title == "posted"
+    assert bodies["blob"] == ("POST", b"\x01\x02\x03\x00\xff", True)
+    method, form, complete = bodies["form"]
+    assert (method, complete) == ("POST", True)
+    assert form is not None
+    assert b'name="file"; filename="a.txt"' in form
+    assert b"hello file" in form
+    assert bodies["large"] == ("PUT", b"B" * (5 * 1024 * 1024), True)
