@@ -43,6 +43,9 @@ The public API, for the crawl's pipeline::
 
     async def handler(request: BrowserRequest) -> BrowserResponse | Refusal: ...
 
+The handler is called concurrently (every request of every tab in its own task). Wrapped in
+:class:`SharedRequests`, requests for the same URL made at the same moment by several tabs
+share one answer, so the server sees one request.
 :func:`needs_browser` is the ``--browser auto`` test over a statically fetched page. A
 :class:`BrowserError` from ``load`` may be retried (the pool has already restarted a dead
 Chromium); a :class:`NavigationError` will not change; anything the handler raises stops the
@@ -50,7 +53,7 @@ page and is raised again from ``load``.
 
 Modules: :mod:`.chromium` (the process), :mod:`.cdp` (the protocol client), :mod:`.exchange`
 (requests and answers), :mod:`.intercept` (answering paused requests), :mod:`.page` (one
-page), :mod:`.behaviors`, :mod:`.pool`, :mod:`.detect`, :mod:`.errors`.
+page), :mod:`.behaviors`, :mod:`.pool`, :mod:`.share`, :mod:`.detect`, :mod:`.errors`.
 """
 
 from archiver.browser.behaviors import BEHAVIORS
@@ -70,6 +73,7 @@ from archiver.browser.exchange import (
 )
 from archiver.browser.page import PageResult
 from archiver.browser.pool import BrowserConfig, BrowserPool, PoolStats
+from archiver.browser.share import SharedRequests
 
 __all__ = [
     "BEHAVIORS",
@@ -86,5 +90,6 @@ __all__ = [
     "PoolStats",
     "Refusal",
     "RequestHandler",
+    "SharedRequests",
     "needs_browser",
 ]
