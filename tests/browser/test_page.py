@@ -489,3 +489,30 @@ async def test_blob_form_and_large_request_bodies_arrive_whole(
     assert b'name="file"; filename="a.txt"' in form
     assert b"hello file" in form
     assert bodies["large"] == ("PUT", b"B" * (5 * 1024 * 1024), True)
+
+
+async def test_data_and_blob_urls_are_not_requests(
+    browser_config: Callable[..., BrowserConfig], spa: SpaSite
+) -> None:
+    page = """<title>inline</title>
+<img src="data:image/gif;base64,R0lGODlhAQABAAAAACw=" width="1" height="1">
+<script>
+const blob = URL.createObjectURL(new Blob(["from a blob"], {type: "text/plain"}));
+fetch(blob).then((r) => r.text()).then((text) => {
+  return fetch("data:text/plain,inline").then((r) => r.text()).then((d) => {
+    document.title = text + " and " + d;
+  });
+});
+</script>"""
+    asked: list[str] = []
+
+    async def handler(request: BrowserRequest) -> BrowserResponse | Refusal:
+        asked.append(request.url)
+        if request.is_main_frame:
+            return BrowserResponse(200, [("Content-Type", "text/html")], page.encode())
+        return Refusal("only the page")
+
+    async with BrowserPool(browser_config(behaviors=("none",))) as pool:
+        result = await pool.load(spa.url("/inline"), handler)
+    assert result.title == "from a blob and inline"
+    assert all(url.startswith("http://") for url in asked), asked
