@@ -5,16 +5,17 @@ gets a :class:`BrowserRequest`; it answers with a :class:`BrowserResponse` (the 
 server sent it) or a :class:`Refusal`. The functions here turn the paused event into the request
 and the response into the ``Fetch.fulfillRequest`` parameters; they are pure.
 
-What Chromium does with a fulfilled response (checked on Chromium 156, and reported the same for
-earlier versions by Playwright's and Cypress's maintainers): the body is handed to the page as
-it is, never content-decoded, whatever ``Content-Encoding`` says, and ``Content-Length`` does not
-cut it. So the body given to the browser is the *decoded* payload and the headers that describe
-the wire form (``Content-Encoding``, ``Content-Length``, ``Transfer-Encoding``) are left out,
-while the WARC keeps the wire bytes. Headers travel as ``binaryResponseHeaders`` (NUL-separated
-``name: value`` bytes), so a non-UTF-8 header value reaches the page byte for byte. A 3xx with a
-``Location`` is followed by the browser, which pauses the next request in turn. The protocol's
-message limit is about 100 MiB: a fulfilled body above ~75 MiB (base64 makes it 4/3 larger)
-leaves the command unanswered, so bodies over ``max_body`` are not given to the browser.
+What Chromium does with a fulfilled response (checked on Chromium 156 by the tests; Playwright's
+and Cypress's issue trackers report the same of earlier versions): the body is handed to the
+page as it is, never content-decoded, whatever ``Content-Encoding`` says, and
+``Content-Length`` does not cut it. So the body given to the browser is the *decoded* payload
+and the headers that describe the wire form (``Content-Encoding``, ``Content-Length``,
+``Transfer-Encoding``) are left out, while the WARC keeps the wire bytes. Headers travel as
+``binaryResponseHeaders`` (NUL-separated ``name: value`` bytes), so a non-UTF-8 header value
+reaches the page byte for byte. A 3xx with a ``Location`` is followed by the browser, which
+pauses the next request in turn. A protocol message over about 100 MB is never answered
+(measured over the pipe: a 70 MB body, a 93 MB message once in base64, is taken; an 80 MB one
+leaves the command hanging), so bodies over ``max_body`` (64 MiB) are not given to the browser.
 """
 
 from __future__ import annotations
