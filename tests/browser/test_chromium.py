@@ -4,6 +4,7 @@ close, after an exception and after its owner is killed, a crash or a hang costi
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import os
 import signal
 import subprocess
@@ -18,7 +19,6 @@ from archiver.browser.chromium import (
     chromium_flags,
     find_chromium,
     group_members,
-    processes,
     profile_users,
 )
 from archiver.browser.errors import BrowserError, BrowserUnavailableError, PageTimeoutError
@@ -202,20 +202,20 @@ async def test_chromium_killed_mid_page_fails_that_page_and_the_next_page_works(
 
 
 async def test_a_crashed_tab_fails_its_page_and_the_browser_goes_on(pool: BrowserPool) -> None:
+    """The page's renderer crashes (Page.crash, sent on a second session to its tab) while the
+    page waits for a request."""
     hanging = Hanging()
     page = asyncio.create_task(pool.load("http://crash.test/", hanging))
     await hanging.reached.wait()
     assert pool.process is not None
-    renderers = [
-        proc.pid
-        for proc in processes()
-        if proc.pgid == pool.process.pgid
-        and "--type=renderer" in " ".join(proc.argv)
-        and "--top-chrome-webui" not in " ".join(proc.argv)  # the browser's own UI
-    ]
-    assert renderers
-    for pid in renderers:
-        os.kill(pid, signal.SIGKILL)
+    connection = pool.process.connection
+    targets = await connection.browser.send("Target.getTargets", timeout=30)
+    tab = next(t for t in targets["targetInfos"] if t["url"] == "http://crash.test/")
+    attached = await connection.browser.send(
+        "Target.attachToTarget", {"targetId": tab["targetId"], "flatten": True}, timeout=30
+    )
+    with contextlib.suppress(BrowserError):  # the renderer may die before it answers
+        await connection.session(attached["sessionId"]).send("Page.crash", timeout=30)
     with pytest.raises(BrowserError, match="crashed"):
         await page
     result = await pool.load("http://crash.test/after", simple)
