@@ -112,6 +112,7 @@ class FailReason(enum.StrEnum):
     """Why a fetch produced no capture (or only a partial one)."""
 
     CONNECT = "connect-error"
+    PROXY = "proxy-error"  #: the proxy could not be reached or refused the tunnel
     DNS = "dns-error"
     TIMEOUT = "timeout"
     TLS = "tls-error"

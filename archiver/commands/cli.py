@@ -100,7 +100,9 @@ def _add_setting_options(parser: argparse.ArgumentParser) -> None:
             help_text += f" (default: {default_text(f.default, metavar, help_text)})"
         help_text = help_text.replace("%", "%%")
         kwargs: dict[str, Any] = {"dest": f.name, "default": None, "help": help_text}
-        if f.type in ("bool", bool):
+        if f.type in ("bool", bool) and meta.get("negative"):
+            group.add_argument(*flags, action="store_false", **kwargs)
+        elif f.type in ("bool", bool):
             group.add_argument(*flags, action=argparse.BooleanOptionalAction, **kwargs)
         elif meta["repeat"]:
             group.add_argument(*flags, action="append", metavar=metavar, **kwargs)

@@ -11,13 +11,16 @@ import importlib.metadata
 import math
 import platform
 import socket
+import time
 from collections.abc import Iterable
 from pathlib import Path
 
 from archiver import urls
 from archiver.config.settings import Settings, read_lines_file
 from archiver.errors import SettingsError
+from archiver.fetch.cookiestxt import CookieFileError, CookieLine, parse_text
 from archiver.fetch.fetcher import FetchConfig
+from archiver.fetch.proxy import ProxyRoutes, parse_direct_hosts, parse_proxy_url
 from archiver.frontier.config import FrontierConfig
 from archiver.policy.credentials import credential_scope
 from archiver.policy.netguard import AddressPolicy
@@ -95,8 +98,45 @@ async def address_policy(s: Settings, seeds: tuple[str, ...]) -> AddressPolicy:
     return policy
 
 
-def fetch_config(s: Settings, seeds: tuple[str, ...]) -> FetchConfig:
-    """The fetcher's limits and headers; credential headers are scoped to the seeds' hosts."""
+def cookie_file(s: Settings) -> tuple[CookieLine, ...]:
+    """The cookies of ``--cookies FILE`` (expired ones dropped), read before the crawl starts:
+    an unreadable or malformed file, or a ``--save-cookies`` path in no directory, is a usage
+    error. Values never appear in a message."""
+    if s.save_cookies is not None and not s.save_cookies.resolve().parent.is_dir():
+        raise SettingsError("--save-cookies", f"no such directory: {s.save_cookies.parent}")
+    path = s.cookies
+    if path is None:
+        return ()
+    try:
+        text = path.read_text(encoding="utf-8")
+    except UnicodeDecodeError:
+        raise SettingsError("--cookies", f"{path} is not a cookies.txt text file") from None
+    except OSError as exc:
+        raise SettingsError("--cookies", f"cannot read {path}: {exc.strerror or exc}") from None
+    try:
+        lines = parse_text(text)
+    except CookieFileError as exc:
+        raise SettingsError(
+            "--cookies", f"{path} is not a Netscape cookies.txt file: {exc}"
+        ) from None
+    if not lines:
+        raise SettingsError("--cookies", f"{path} holds no cookie")
+    now = time.time()
+    return tuple(line for line in lines if not line.expired(now))
+
+
+def proxy_routes(s: Settings) -> ProxyRoutes | None:
+    """``--proxy`` and ``--no-proxy-for`` (checked when the settings were read)."""
+    if not s.proxy:
+        return None
+    return ProxyRoutes(parse_proxy_url(s.proxy), parse_direct_hosts(s.no_proxy_for))
+
+
+def fetch_config(
+    s: Settings, seeds: tuple[str, ...], cookies: tuple[CookieLine, ...] = ()
+) -> FetchConfig:
+    """The fetcher's limits and headers; credential headers are scoped to the seeds' hosts;
+    ``cookies`` are those of ``--cookies`` (:func:`cookie_file`)."""
     return FetchConfig(
         connections=max(s.workers, 1),
         user_agent=s.user_agent,
@@ -112,6 +152,9 @@ def fetch_config(s: Settings, seeds: tuple[str, ...]) -> FetchConfig:
         resolve=dict(s.resolve),
         extra_headers=dict(s.header),
         credential_scope=credential_scope(seeds, s.credential_host),
+        cookies=s.cookie_jar,
+        cookie_file=cookies,
+        proxy=proxy_routes(s),
     )
 
 
@@ -167,7 +210,8 @@ def warcinfo_fields(s: Settings, crawl_name: str) -> tuple[tuple[str, str], ...]
         (
             "request-records",
             "as sent, not redacted (configured credential headers are sent only to the seeds' "
-            "hosts and --credential-host hosts, and are redacted from crawl-settings)",
+            "hosts and --credential-host hosts, and are redacted from crawl-settings; cookies "
+            "go where their domain says, and their values are in no other record)",
         ),
         ("crawl-settings", s.to_json_text()),
     ]

@@ -22,6 +22,12 @@ from pathlib import Path
 from typing import Any
 
 from archiver.errors import SettingsError
+from archiver.fetch.proxy import (
+    ProxyURLError,
+    parse_direct_hosts,
+    parse_proxy_url,
+    redact_proxy_url,
+)
 from archiver.policy.credentials import redact_headers
 from archiver.urls import InvalidURLError, normalize_host, redact_url
 
@@ -235,6 +241,27 @@ def parse_headers(value: Any, option: str = "") -> tuple[tuple[str, str], ...]:
     return tuple(pairs)
 
 
+def parse_proxy(value: Any, option: str = "") -> str | None:
+    """A proxy URL (:mod:`archiver.fetch.proxy`); errors never echo its credentials."""
+    if value in (None, ""):
+        return None
+    if not isinstance(value, str):
+        raise SettingsError(option, "expected a proxy URL such as http://HOST:PORT")
+    try:
+        parse_proxy_url(value)
+    except ProxyURLError as exc:
+        raise SettingsError(option, str(exc)) from None
+    return value.strip()
+
+
+def parse_direct(value: Any, option: str = "") -> tuple[str, ...]:
+    """Hosts and domains that bypass the proxy (repeatable or comma-separated)."""
+    try:
+        return parse_direct_hosts(_as_list(value, option))
+    except ProxyURLError as exc:
+        raise SettingsError(option, str(exc)) from None
+
+
 def parse_frontier(value: Any, option: str = "") -> str:
     text = parse_str(value, option).strip()
     if text in ("sqlite", "memory") or re.match(r"^rediss?://", text):
@@ -257,8 +284,12 @@ def setting(
     choices: tuple[str, ...] | None = None,
     cli: bool = True,
     repeat: bool = False,
+    negative: bool = False,
 ) -> Any:
-    """Declare one setting (a dataclass field carrying its CLI and TOML metadata)."""
+    """Declare one setting (a dataclass field carrying its CLI and TOML metadata).
+
+    ``negative``: a boolean that is on by default and whose flag (``--no-cookies``) turns it
+    off, instead of the ``--x/--no-x`` pair other booleans get."""
     meta = {
         "section": section,
         "help": help,
@@ -269,6 +300,7 @@ def setting(
         "choices": choices,
         "cli": cli,
         "repeat": repeat,
+        "negative": negative,
     }
     if isinstance(default, list | dict | set):
         raise TypeError("use tuples for defaults")
@@ -648,6 +680,52 @@ class Settings:
         p_choice("sha1", "sha256"),
         choices=("sha1", "sha256"),
     )
+    # cookies and proxies (archiver.fetch.cookies, archiver.fetch.proxy)
+    cookie_jar: bool = setting(
+        True,
+        "fetch",
+        "Keep no cookie jar: never send back the cookies sites set. By default the crawl keeps "
+        "one (RFC 6265 rules, as a browser does), resumes with it and shares it between the "
+        "processes of a Redis crawl. (default: the jar is on)",
+        parse_bool,
+        flag="--no-cookies",
+        negative=True,
+    )
+    cookies: Path | None = setting(
+        None,
+        "fetch",
+        "Load cookies from a Netscape cookies.txt file (as written by wget --save-cookies, "
+        "curl, yt-dlp or a browser's cookie-export extension). They are credentials: each goes "
+        "only where its domain, path and Secure flag say.",
+        parse_optional_path,
+        metavar="FILE",
+    )
+    save_cookies: Path | None = setting(
+        None,
+        "fetch",
+        "At the end of the crawl, write the jar to this cookies.txt file (session cookies "
+        "included; readable by the owner only).",
+        parse_optional_path,
+        metavar="FILE",
+    )
+    proxy: str | None = setting(
+        None,
+        "fetch",
+        "Fetch through this proxy: http://, https:// (TLS to the proxy), socks5:// or "
+        "socks5h:// (the proxy resolves names), optionally with user:password@. Every request "
+        "is tunnelled, so records hold the exchange with the origin, byte for byte as direct.",
+        parse_proxy,
+        metavar="URL",
+    )
+    no_proxy_for: tuple[str, ...] = setting(
+        (),
+        "fetch",
+        "Host or domain (with its subdomains) reached directly, not through --proxy "
+        "(repeatable, or comma-separated).",
+        parse_direct,
+        metavar="HOST",
+        repeat=True,
+    )
 
     # [warc]
     warc_prefix: str | None = setting(
@@ -781,6 +859,8 @@ class Settings:
                 value = [redact_url(seed) for seed in value]
             elif f.name == "frontier":
                 value = redact_url(value)
+            elif f.name == "proxy" and value is not None:
+                value = redact_proxy_url(value)
             if isinstance(value, Path):
                 value = str(value)
             elif isinstance(value, tuple):
@@ -865,6 +945,13 @@ def validate(settings: Settings) -> None:
         raise SettingsError("--compress-level", "must be between 0 and 9")
     if settings.job is not None and settings.output is not None:
         raise SettingsError("--output", "cannot be combined with --job (runs go to JOB/runs/)")
+    if not settings.cookie_jar and (settings.cookies or settings.save_cookies):
+        raise SettingsError(
+            "--no-cookies",
+            "cannot be combined with --cookies or --save-cookies (they need the jar)",
+        )
+    if settings.no_proxy_for and not settings.proxy:
+        raise SettingsError("--no-proxy-for", "only means something with --proxy")
 
 
 def read_lines_file(path: Path, option: str) -> list[str]:

@@ -27,6 +27,7 @@ from __future__ import annotations
 import asyncio
 import contextvars
 import functools
+import socket
 import ssl
 from collections.abc import Iterable
 from typing import Any, cast
@@ -36,6 +37,7 @@ from aiohttp.client_proto import ResponseHandler
 
 from archiver import digest
 from archiver.fetch.httpframe import Framing, ResponseFramer, State
+from archiver.fetch.tunnel import Tunnels
 from archiver.models import TlsInfo, Truncation
 from archiver.spool import DEFAULT_MEMORY_LIMIT, Spool
 
@@ -69,8 +71,9 @@ def check_aiohttp_compatibility() -> None:
         for name in ("data_received", "connection_made", "connection_lost", "_drain_tail")
         if not hasattr(ResponseHandler, name)
     ]
-    if not hasattr(aiohttp.TCPConnector, "connect"):
-        missing.append("TCPConnector.connect")
+    for method in ("connect", "_resolve_host", "_wrap_create_connection"):
+        if not hasattr(aiohttp.TCPConnector, method):
+            missing.append(f"TCPConnector.{method}")
     probe = aiohttp.TCPConnector.__init__.__code__.co_names
     if (
         "_factory" not in probe
@@ -389,6 +392,10 @@ class RecordingResponseHandler(ResponseHandler):
         self.recorder: WireRecorder | None = None
         self.raw_transport: asyncio.Transport | None = None
         self._refeeding = 0
+        #: a connection through a proxy tunnel: its peer is the proxy, so the origin's address
+        #: is the one the proxy was given (None when the proxy resolved the name)
+        self.tunneled = False
+        self.tunnel_address: str | None = None
 
     def connection_made(self, transport: asyncio.BaseTransport) -> None:
         # uvloop's transports are not asyncio.Transport subclasses: duck typing only.
@@ -429,7 +436,9 @@ class RecordingResponseHandler(ResponseHandler):
         if transport is None:
             return
         peer = transport.get_extra_info("peername")
-        if peer:
+        if self.tunneled:
+            recorder.peer = self.tunnel_address
+        elif peer:
             recorder.peer = str(peer[0])
         ssl_object = transport.get_extra_info("ssl_object")
         if ssl_object is not None:
@@ -438,16 +447,91 @@ class RecordingResponseHandler(ResponseHandler):
 
 
 class RecordingConnector(aiohttp.TCPConnector):
-    """A TCPConnector whose connections record raw bytes for the task's current recorder."""
+    """A TCPConnector whose connections record raw bytes for the task's current recorder.
 
-    def __init__(self, **kwargs: Any) -> None:
+    With ``tunnels``, connections to proxied hosts are opened through a proxy tunnel
+    (:mod:`archiver.fetch.tunnel`) in place of a direct socket: the tunnel is complete before
+    the recording protocol is made, so it records the origin exchange only. aiohttp's own
+    proxy support is not used: it would send plain-http requests in absolute form, and it
+    records its CONNECT on the same protocol object.
+    """
+
+    def __init__(self, *, tunnels: Tunnels | None = None, **kwargs: Any) -> None:
         super().__init__(**kwargs)
+        self._tunnels = tunnels
         if not hasattr(self, "_factory"):
             raise IncompatibleAiohttpError("aiohttp connectors no longer have _factory")
         self._factory = cast(
             "functools.partial[ResponseHandler]",
             functools.partial(RecordingResponseHandler, loop=self._loop),
         )
+
+    async def _resolve_host(self, host: str, port: int, traces: Any = None) -> Any:
+        """No local lookup for a name the proxy resolves when nothing here needs the address
+        (the SSRF guard is off): aiohttp's address list then carries the name itself."""
+        tunnels = self._tunnels
+        if tunnels is not None and tunnels.resolved_by_proxy(host):
+            family = socket.AF_INET
+            return [
+                {
+                    "hostname": host,
+                    "host": host,
+                    "port": port,
+                    "family": family,
+                    "proto": 0,
+                    "flags": 0,
+                }
+            ]
+        return await super()._resolve_host(host, port, traces=traces)
+
+    async def _wrap_create_connection(
+        self,
+        *args: Any,
+        addr_infos: list[Any],
+        req: Any,
+        timeout: Any,  # noqa: ASYNC109
+        client_error: type[Exception] = aiohttp.ClientConnectorError,
+        **kwargs: Any,
+    ) -> tuple[asyncio.Transport, ResponseHandler]:
+        tunnels = self._tunnels
+        host = req.url.raw_host or ""
+        proxy = tunnels.proxy_for(host) if tunnels is not None else None
+        if tunnels is None or proxy is None:
+            return await super()._wrap_create_connection(
+                *args,
+                addr_infos=addr_infos,
+                req=req,
+                timeout=timeout,
+                client_error=client_error,
+                **kwargs,
+            )
+        # the tunnel weighed every address already: aiohttp is not to try the next one
+        addresses = list(addr_infos)
+        addr_infos.clear()
+        try:
+            async with asyncio.timeout(timeout.sock_connect):
+                destination = tunnels.destination(proxy, host, int(req.port), addresses)
+                transport, protocol = await tunnels.connect(
+                    proxy,
+                    destination,
+                    args[0],
+                    ssl_context=kwargs.get("ssl") or None,
+                    server_hostname=kwargs.get("server_hostname"),
+                )
+        except ssl.SSLCertVerificationError as exc:  # as aiohttp maps a direct connection's
+            raise aiohttp.ClientConnectorCertificateError(req.connection_key, exc) from exc
+        except ssl.SSLError as exc:
+            raise aiohttp.ClientConnectorSSLError(req.connection_key, exc) from exc
+        except OSError as exc:
+            if exc.errno is None and isinstance(exc, TimeoutError):
+                raise
+            raise client_error(req.connection_key, exc) from exc
+        if not isinstance(protocol, RecordingResponseHandler):
+            transport.close()
+            raise IncompatibleAiohttpError("connection protocol is not the recording one")
+        protocol.tunneled = True
+        protocol.tunnel_address = destination.address
+        return transport, protocol
 
     async def connect(self, req: Any, traces: Any, timeout: Any) -> Any:  # noqa: ASYNC109
         conn = await super().connect(req, traces, timeout)

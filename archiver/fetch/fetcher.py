@@ -38,7 +38,18 @@ from archiver.errors import (
     ProtocolError,
 )
 from archiver.fetch import capture
+from archiver.fetch.cookies import (
+    TRUSTED_CHANNEL,
+    CookieStore,
+    CrawlCookieJar,
+    CrawlCookies,
+    check_jar_compatibility,
+    make_jar,
+)
+from archiver.fetch.cookiestxt import CookieLine
 from archiver.fetch.httpframe import State
+from archiver.fetch.proxy import ProxyRoutes
+from archiver.fetch.tunnel import BlockedSocketError, ProxyError, Tunnels
 from archiver.models import Exchange, FailReason, TlsInfo
 from archiver.policy.credentials import is_credential_header, may_send_credentials
 from archiver.policy.netguard import AddressPolicy
@@ -73,10 +84,12 @@ class FetchConfig:
     #: host -> schemes over which the credential headers among ``extra_headers`` may be sent
     #: (:func:`archiver.policy.credentials.credential_scope`); other hosts never get them
     credential_scope: Mapping[str, frozenset[str]] = field(default_factory=dict)
-
-
-class BlockedSocketError(OSError):
-    """Raised from the socket factory when the SSRF guard refuses an address."""
+    #: keep a cookie jar (:mod:`archiver.fetch.cookies`); False: no cookie is ever sent back
+    cookies: bool = True
+    #: cookies loaded from a cookies.txt file (``--cookies``): credentials, see the jar
+    cookie_file: tuple[CookieLine, ...] = ()
+    #: the proxy and the hosts that go direct (``--proxy``, ``--no-proxy-for``); None: direct
+    proxy: ProxyRoutes | None = None
 
 
 class OverrideResolver(AbstractResolver):
@@ -112,7 +125,12 @@ class Fetcher:
     """Performs fetches on one shared aiohttp session (keep-alive connection pool)."""
 
     def __init__(
-        self, config: FetchConfig, policy: AddressPolicy | None = None, *, clock: Clock = utcnow
+        self,
+        config: FetchConfig,
+        policy: AddressPolicy | None = None,
+        *,
+        clock: Clock = utcnow,
+        cookie_store: CookieStore | None = None,
     ) -> None:
         capture.check_aiohttp_compatibility()
         self.config = config
@@ -123,6 +141,9 @@ class Fetcher:
         self._session: aiohttp.ClientSession | None = None
         #: hosts whose certificate failed verification, with the reason (capture-anyway mode)
         self.unverified_hosts: dict[str, str] = {}
+        #: the crawl's cookie jar and its store (None with cookies off); made by ``start``
+        self.cookies: CrawlCookies | None = None
+        self._cookie_store = cookie_store
 
     # The TLS contexts are made on the first https URL: loading the CA bundle costs ~20 ms of
     # CPU, a noticeable share of a small crawl, and a plain-http crawl needs neither.
@@ -147,7 +168,25 @@ class Fetcher:
 
     async def start(self) -> None:
         cfg = self.config
+        jar = make_jar(cfg.cookies)
+        if isinstance(jar, CrawlCookieJar):
+            missing = check_jar_compatibility(jar)
+            if missing:
+                raise capture.IncompatibleAiohttpError(
+                    f"aiohttp {aiohttp.__version__}'s CookieJar lacks {', '.join(missing)}"
+                )
+            self.cookies = CrawlCookies(jar, self._cookie_store, cfg.cookie_file)
+            await self.cookies.open()
+        tunnels = None
+        if cfg.proxy is not None:
+            tunnels = Tunnels(
+                cfg.proxy,
+                self._check_address,
+                guard_active=not self.policy.allow_private,
+                pinned=frozenset(host.lower().rstrip(".") for host in cfg.resolve),
+            )
         connector = capture.RecordingConnector(
+            tunnels=tunnels,
             limit=cfg.connections,
             limit_per_host=0,
             resolver=OverrideResolver(cfg.resolve),
@@ -157,7 +196,7 @@ class Fetcher:
         )
         self._session = aiohttp.ClientSession(
             connector=connector,
-            cookie_jar=aiohttp.DummyCookieJar(),
+            cookie_jar=jar,
             auto_decompress=False,
             skip_auto_headers=("User-Agent", "Accept", "Accept-Encoding"),
             timeout=aiohttp.ClientTimeout(
@@ -175,16 +214,25 @@ class Fetcher:
         if self._session is not None:
             await self._session.close()
             self._session = None
+        if self.cookies is not None:
+            await self.cookies.close()
 
     def _guarded_socket(self, addr_info: Any) -> socket.socket:
         family, type_, proto, _, sockaddr = addr_info
-        reason = self.policy.check(str(sockaddr[0]), int(sockaddr[1]))
+        reason = self._check_address(str(sockaddr[0]), int(sockaddr[1]))
+        if reason is not None:
+            raise BlockedSocketError(f"refused to connect: {reason}")
+        return socket.socket(family=family, type=type_, proto=proto)
+
+    def _check_address(self, ip: str, port: int) -> str | None:
+        """The SSRF guard's verdict on a destination (a direct socket's, or a tunnel's);
+        a refusal is noted on the current exchange."""
+        reason = self.policy.check(ip, port)
         if reason is not None:
             recorder = capture.CURRENT_RECORDER.get()
             if recorder is not None:
                 recorder.blocked = reason
-            raise BlockedSocketError(f"refused to connect: {reason}")
-        return socket.socket(family=family, type=type_, proto=proto)
+        return reason
 
     def _headers(self, extra: Mapping[str, str] | None, *, credentials: bool) -> dict[str, str]:
         """The request headers; configured credential headers only when ``credentials``."""
@@ -226,11 +274,13 @@ class Fetcher:
             ctx = None
         # Configured credentials go only to the seeds' hosts, and never to a host whose
         # certificate failed verification (archiver.policy.credentials).
-        credentials = authority not in self.unverified_hosts and may_send_credentials(
-            self.config.credential_scope, scheme, host
-        )
+        trusted = authority not in self.unverified_hosts
+        credentials = trusted and may_send_credentials(self.config.credential_scope, scheme, host)
+        cookies = self.cookies
+        if cookies is not None:
+            await cookies.refresh()
         try:
-            return await self._fetch_once(url, headers, ctx, credentials=credentials)
+            exchange = await self._fetch_trusted(url, headers, ctx, credentials, trusted=trusted)
         except aiohttp.ClientConnectorCertificateError as exc:
             if self.config.tls_verify:
                 raise FetchError(
@@ -238,9 +288,36 @@ class Fetcher:
                 ) from exc
             self.unverified_hosts[authority] = _cert_reason(exc)
             try:
-                return await self._fetch_once(url, headers, self._noverify_ctx, credentials=False)
+                exchange = await self._fetch_trusted(
+                    url, headers, self._noverify_ctx, False, trusted=False
+                )
             except aiohttp.ClientConnectorCertificateError as exc2:  # pragma: no cover
                 raise FetchError(f"TLS failure: {exc2}", FailReason.TLS) from exc2
+        except FetchError:
+            if cookies is not None:
+                await cookies.publish()  # a response cut short may have set cookies
+            raise
+        if cookies is not None:
+            # before the caller queues this response's links: whoever fetches them has the
+            # cookies it set (another process of a shared crawl too)
+            await cookies.publish()
+        return exchange
+
+    async def _fetch_trusted(
+        self,
+        url: str,
+        extra: Mapping[str, str] | None,
+        ctx: ssl.SSLContext | None,
+        credentials: bool,
+        *,
+        trusted: bool,
+    ) -> Exchange:
+        """One attempt, with the cookie jar told whether the channel is trusted."""
+        token = TRUSTED_CHANNEL.set(trusted)
+        try:
+            return await self._fetch_once(url, extra, ctx, credentials=credentials)
+        finally:
+            TRUSTED_CHANNEL.reset(token)
 
     async def _fetch_once(
         self,
@@ -283,6 +360,8 @@ class Fetcher:
             except aiohttp.ClientConnectorError as exc:
                 if recorder.blocked or isinstance(exc.os_error, BlockedSocketError):
                     raise BlockedAddressError(recorder.blocked or str(exc.os_error)) from exc
+                if isinstance(exc.os_error, ProxyError):
+                    raise FetchError(str(exc.os_error), FailReason.PROXY) from exc
                 raise FetchError(f"cannot connect: {exc.os_error}", FailReason.CONNECT) from exc
             except (aiohttp.ClientResponseError, aiohttp.ServerDisconnectedError) as exc:
                 if not recorder.headers_complete:

@@ -14,7 +14,12 @@ from archiver.frontier.memory import MemoryFrontier
 from archiver.frontier.sqlite import SqliteDigestIndex, SqliteFrontier
 
 if TYPE_CHECKING:
-    from archiver.frontier.redis import RedisDigestIndex, RedisFrontier, RedisRobotsCache
+    from archiver.frontier.redis import (
+        RedisCookieStore,
+        RedisDigestIndex,
+        RedisFrontier,
+        RedisRobotsCache,
+    )
 
 
 @dataclass(frozen=True, slots=True)
@@ -25,12 +30,14 @@ class Backend:
     :class:`archiver.dedup.digests.DigestIndex`): in the SQLite database (it survives a resume)
     or shared in Redis (revisits across processes); None for the memory backend, whose caller
     keeps digests in memory. ``robots_cache`` is the robots.txt cache that the processes of a
-    shared crawl share (None otherwise).
+    shared crawl share (None otherwise), and ``cookies`` their cookie jar's storage (an
+    :class:`archiver.fetch.cookies.CookieStore`; None otherwise: the run keeps its own).
     """
 
     frontier: Frontier
     digests: SqliteDigestIndex | RedisDigestIndex | None = None
     robots_cache: RedisRobotsCache | None = None
+    cookies: RedisCookieStore | None = None
     #: the frontier of a crawl shared in Redis, for :attr:`is_last`
     shared: RedisFrontier | None = None
 
@@ -68,5 +75,9 @@ def open_backend(config: FrontierConfig, *, log: Any = None) -> Backend:
         log=log,
     )
     return Backend(
-        redis, digests=redis.digest_index(), robots_cache=redis.robots_cache(), shared=redis
+        redis,
+        digests=redis.digest_index(),
+        robots_cache=redis.robots_cache(),
+        cookies=redis.cookie_store(),
+        shared=redis,
     )

@@ -24,9 +24,10 @@ import traceback
 from collections.abc import Callable
 from typing import IO, Any
 
-from archiver.config.assemble import seed_list
+from archiver.config.assemble import cookie_file, seed_list
 from archiver.config.settings import Settings
 from archiver.errors import ArchiverError, FrontierError, OutputError, WriteError
+from archiver.fetch.cookiestxt import CookieLine
 from archiver.frontier import Backend
 from archiver.frontier.base import Lease
 from archiver.models import MAX_REDIRECTS, FailReason, Outcome, TaskResult, WrittenCapture
@@ -87,6 +88,7 @@ class Crawler:
         self._stop_event: asyncio.Event | None = None
         self._final: tuple[str, str | None] | None = None
         self._busy = 0
+        self._cookies: tuple[CookieLine, ...] = ()
 
     # -- control ----------------------------------------------------------------------------
 
@@ -141,6 +143,7 @@ class Crawler:
         """Run the crawl to completion, a limit, a stop request or a fatal error."""
         self._stop_event = asyncio.Event()
         seeds = seed_list(self.settings)
+        self._cookies = cookie_file(self.settings)  # a bad file is a usage error, before output
         self.layout.root.mkdir(parents=True, exist_ok=True)
         lock = OutputLock(self.layout.lock_file)
         lock.acquire()
@@ -164,7 +167,15 @@ class Crawler:
             previous=previous,
             frontier=self.options.backend.frontier if self.options.backend else None,
         )
-        run = wiring.Run(settings, layout, seeds, self.stats, start.resumed, self.process_id)
+        run = wiring.Run(
+            settings,
+            layout,
+            seeds,
+            self.stats,
+            start.resumed,
+            self.process_id,
+            cookie_file=self._cookies,
+        )
         status: str = STATUS_FAILED
         reason: str | None = "not started"
         try:

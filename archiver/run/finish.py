@@ -29,6 +29,7 @@ from archiver.errors import (
     OutputError,
     WriteError,
 )
+from archiver.fetch.cookies import write_private
 from archiver.index import cdxj, wacz
 from archiver.run.output import (
     STATUS_COMPLETED,
@@ -166,6 +167,7 @@ async def finish(
     Returns the final status and reason (a failure while finishing can still change them)."""
     status, reason = await _close_writer(run, stages, status, reason, immediate=immediate)
     await _close_stages(stages)
+    save_cookies(run, stages)
     last = stages.is_last()  # the last process of a shared crawl merges and packages
     status, reason = _write_index(run, last, status, reason)
     wacz_error = None
@@ -217,6 +219,26 @@ async def _close_stages(stages: Stages) -> None:
         await stages.previous.close()  # idempotent; also when the run stopped before wrapping
     if stages.pages_file is not None:
         stages.pages_file.close()
+
+
+def save_cookies(run: Run, stages: Stages) -> None:
+    """``--save-cookies FILE``: the jar as cookies.txt, once the fetcher is closed. Also says
+    when the jar's state file could not be kept (a resume would miss recent cookies). Cookie
+    values are never logged."""
+    cookies = stages.fetcher.cookies if stages.fetcher is not None else None
+    if cookies is None:
+        return
+    if cookies.failure is not None:
+        stages.log.warning("cookie-state", error=cookies.failure)
+    path = run.settings.save_cookies
+    if path is None:
+        return
+    try:
+        write_private(path, cookies.export())
+    except OSError as exc:
+        stages.log.error("save-cookies", path=str(path), error=exc.strerror or str(exc))
+    else:
+        stages.log.info("cookies-saved", path=str(path), cookies=len(cookies.jar))
 
 
 def _write_index(run: Run, last: bool, status: str, reason: str | None) -> tuple[str, str | None]:

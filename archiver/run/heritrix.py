@@ -49,6 +49,7 @@ from archiver.timefmt import timestamp17
 FAIL_STATUS: dict[str, int] = {
     "dns-error": -6,
     "connect-error": -2,
+    "proxy-error": -2,
     "tls-error": -2,
     "disconnect": -3,
     "bad-response": -3,

@@ -31,6 +31,7 @@ from archiver.warc import records
 #: failures worth another try later (RFC 9110 5xx, connection trouble)
 TRANSIENT = {
     FailReason.CONNECT,
+    FailReason.PROXY,
     FailReason.TIMEOUT,
     FailReason.DISCONNECT,
     FailReason.DNS,

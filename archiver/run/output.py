@@ -11,6 +11,8 @@
       state/crawl.json         status (running, completed, limit, interrupted, failed) and runs
       state/frontier.sqlite    the persistent frontier (queue, seen set, per-URL state)
       state/journals/*.cdxj    per-WARC index lines written by the writer
+      state/cookies.txt        the cookie jar (a resumed crawl sends these; Redis keeps a
+                               shared crawl's)
       state/lock               held while a run writes here
 
 With a Redis frontier the processes of one crawl on one machine share the directory:
@@ -93,6 +95,11 @@ class Layout:
     @property
     def frontier_db(self) -> Path:
         return self.state / "frontier.sqlite"
+
+    @property
+    def cookies(self) -> Path:
+        """The cookie jar of a crawl this process owns (cookies.txt format, owner-only)."""
+        return self.state / "cookies.txt"
 
     @property
     def index(self) -> Path:

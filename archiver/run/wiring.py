@@ -38,6 +38,8 @@ from archiver.config.assemble import (
 from archiver.config.settings import Settings
 from archiver.dedup.digests import DigestIndex, LayeredDigestIndex, MemoryDigestIndex
 from archiver.dedup.previous import PreviousCrawls, open_previous
+from archiver.fetch.cookies import CookieStore, FileCookieStore
+from archiver.fetch.cookiestxt import CookieLine
 from archiver.fetch.fetcher import Fetcher
 from archiver.frontier import Backend, open_backend
 from archiver.frontier.base import Frontier
@@ -70,6 +72,8 @@ class Run:
     resumed: bool
     #: ``{hostname}-{pid}`` when several processes share the crawl (Redis frontier)
     process_id: str | None
+    #: the cookies of ``--cookies FILE``, read before the run started
+    cookie_file: tuple[CookieLine, ...] = ()
 
 
 @dataclass(slots=True)
@@ -85,6 +89,8 @@ class Stages:
     #: frontier): the last one merges the index and packages the crawl
     is_last: Callable[[], bool] = lambda: True
     robots_cache: RobotsCache | None = None  #: robots.txt shared by the processes of a crawl
+    #: the cookie jar shared by the processes of a crawl (None: this run's state file)
+    cookie_store: CookieStore | None = None
     scope: Scope | None = None
     robots: Robots | None = None
     sitemaps: SitemapPolicy = field(default_factory=lambda: SitemapPolicy(enabled=False))
@@ -184,7 +190,12 @@ async def assemble(run: Run, stages: Stages, options: Options) -> None:
         enabled=s.sitemaps == "on", max_redirects=s.max_redirects
     )
     policy = await address_policy(s, run.seeds)
-    fetcher = stages.fetcher = Fetcher(fetch_config(s, run.seeds), policy, clock=options.clock)
+    fetcher = stages.fetcher = Fetcher(
+        fetch_config(s, run.seeds, run.cookie_file),
+        policy,
+        clock=options.clock,
+        cookie_store=stages.cookie_store or FileCookieStore(layout.cookies),
+    )
     await fetcher.start()
     if stages.previous is not None:
         # this run's own index first, then the earlier crawls (only lookups reach them)
@@ -226,6 +237,7 @@ async def open_frontier(run: Run, stages: Stages, injected: Backend | None) -> R
         # survives a resume (SQLite), or shared by every process of the crawl (Redis)
         stages.dedup = backend.digests
     stages.robots_cache = backend.robots_cache
+    stages.cookie_store = backend.cookies
     stages.is_last = lambda: backend.is_last
     return info
 

@@ -23,6 +23,8 @@ replica set with failover) is supported, not Cluster::
     P:commits:FILE  HASH    "start end" -> "HOST\\0item" per capture committed in WARC FILE
     P:digests       HASH    payload digest -> [record id, URI, date]      (shared.py)
     P:robots:ORIGIN STRING  a robots.txt with status and fetch time, 24 h TTL  (shared.py)
+    P:cookies       HASH    cookie identity -> its cookies.txt line (the shared jar; shared.py)
+    P:cookies-version STRING  a counter bumped after every change of P:cookies
 
 Every state change is a Lua script (``scripts/*.lua``, loaded by :mod:`.lua`), atomic across
 processes; each checks ``P:meta`` first and reads the time from Redis, so politeness and lease
@@ -60,10 +62,11 @@ captures; the URLs it had in flight are fetched again elsewhere, so those may be
 from archiver.frontier.redis.codec import decode_item, encode_item, url_key
 from archiver.frontier.redis.frontier import STATE_FORMAT, RedisFrontier
 from archiver.frontier.redis.link import RedisLink
-from archiver.frontier.redis.shared import RedisDigestIndex, RedisRobotsCache
+from archiver.frontier.redis.shared import RedisCookieStore, RedisDigestIndex, RedisRobotsCache
 
 __all__ = [
     "STATE_FORMAT",
+    "RedisCookieStore",
     "RedisDigestIndex",
     "RedisFrontier",
     "RedisLink",

@@ -38,7 +38,7 @@ from archiver.frontier.redis.pump import (
     Query,
     ScriptCall,
 )
-from archiver.frontier.redis.shared import RedisDigestIndex, RedisRobotsCache
+from archiver.frontier.redis.shared import RedisCookieStore, RedisDigestIndex, RedisRobotsCache
 from archiver.models import CrawlItem, FrontierStats, ResumeInfo, TaskResult
 from archiver.policy.politeness import HostGate, host_report
 from archiver.urls import redact_url
@@ -351,6 +351,9 @@ class RedisFrontier:
     def digest_index(self) -> RedisDigestIndex:
         """The crawl's payload digests, through this frontier's pump."""
         return RedisDigestIndex(self)
+
+    def cookie_store(self) -> RedisCookieStore:
+        return RedisCookieStore(self)
 
     def robots_cache(self) -> RedisRobotsCache:
         """The crawl's robots.txt cache, on this frontier's connection."""

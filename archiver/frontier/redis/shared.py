@@ -1,14 +1,16 @@
 """What the processes of a shared crawl share besides the queue: payload digests (revisits across
-processes, WARC 1.1 section 6.7.2) and robots.txt fetches (RFC 9309 section 2.4 caching).
+processes, WARC 1.1 section 6.7.2), robots.txt fetches (RFC 9309 section 2.4 caching) and the
+cookie jar (RFC 6265: one user agent's cookies, whichever process received them).
 
-Both satisfy the protocols of the stages that use them structurally
-(:class:`archiver.dedup.digests.DigestIndex`, :class:`archiver.policy.robots.RobotsCache`): the
-frontier does not import those stages.
+Each satisfies the protocol of the stage that uses it structurally
+(:class:`archiver.dedup.digests.DigestIndex`, :class:`archiver.policy.robots.RobotsCache`,
+:class:`archiver.fetch.cookies.CookieStore`): the frontier does not import those stages.
 """
 
 from __future__ import annotations
 
 import json
+from collections.abc import Mapping
 from typing import TYPE_CHECKING, cast
 
 import redis.asyncio as aioredis
@@ -84,3 +86,48 @@ class RedisRobotsCache:
             await client.set(key, value, px=max(int(ttl * 1000), 1))
 
         await self.link.call(write)
+
+
+class RedisCookieStore:
+    """The cookie jar of a crawl shared in Redis: ``P:cookies`` (HASH: one field per cookie,
+    holding its cookies.txt line, both opaque here) and ``P:cookies-version`` (a counter bumped
+    after every change).
+
+    A process reads the counter before each fetch and the whole hash only when it moved, so the
+    jar costs one small read per fetch. A change is written, then the counter bumped, in one
+    process's command order: whoever sees the new count reads the new cookies. The fetcher
+    publishes a response's cookies before its links are queued, so any process that leases
+    those links has the cookies first. Commands ride the frontier's pump, like the digests.
+    """
+
+    def __init__(self, frontier: RedisFrontier) -> None:
+        self._frontier = frontier
+        self._key = frontier.link.key("cookies")
+        self._version_key = frontier.link.key("cookies-version")
+
+    async def load(self) -> dict[str, str]:
+        raw = await self._frontier.ask("HGETALL", self._key)
+        pairs = raw.items() if isinstance(raw, dict) else zip(raw[::2], raw[1::2], strict=True)
+        return {_text(name): _text(value) for name, value in pairs}
+
+    async def version(self) -> int | None:
+        raw = await self._frontier.ask("GET", self._version_key)
+        return int(raw) if raw is not None else 0
+
+    async def update(self, changes: Mapping[str, str | None]) -> int | None:
+        stored = [
+            item for name, value in changes.items() if value is not None for item in (name, value)
+        ]
+        deleted = [name for name, value in changes.items() if value is None]
+        if stored:
+            self._frontier.send("HSET", self._key, *stored)
+        if deleted:
+            self._frontier.send("HDEL", self._key, *deleted)
+        return int(await self._frontier.ask("INCR", self._version_key))
+
+    async def close(self) -> None:
+        """Nothing to close: the frontier owns the connection (and flushes on close)."""
+
+
+def _text(value: bytes | str) -> str:
+    return value.decode("utf-8") if isinstance(value, bytes) else value
