@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import ssl
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 
@@ -30,6 +31,8 @@ class RawServer:
     connections: int = 0
     host: str = "127.0.0.1"
     port: int = 0
+    #: serve TLS with this context (``https://`` URLs)
+    tls: ssl.SSLContext | None = None
     _server: asyncio.Server | None = None
     _tasks: set[asyncio.Task[None]] = field(default_factory=set)
 
@@ -40,7 +43,8 @@ class RawServer:
         self.routes[path] = RawRoute(handler=handler)
 
     def url(self, path: str) -> str:
-        return f"http://{self.host}:{self.port}{path}"
+        scheme = "https" if self.tls is not None else "http"
+        return f"{scheme}://{self.host}:{self.port}{path}"
 
     def requests_for(self, path: str) -> list[bytes]:
         return [r for r in self.requests if r.split(b" ", 2)[1:2] == [path.encode()]]
@@ -82,7 +86,9 @@ class RawServer:
         task.add_done_callback(self._tasks.discard)
 
     async def __aenter__(self) -> RawServer:
-        self._server = await asyncio.start_server(self._track, self.host, 0, limit=1 << 20)
+        self._server = await asyncio.start_server(
+            self._track, self.host, 0, limit=1 << 20, ssl=self.tls
+        )
         self.port = self._server.sockets[0].getsockname()[1]
         return self
 
