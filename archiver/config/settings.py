@@ -684,9 +684,9 @@ class Settings:
     cookie_jar: bool = setting(
         True,
         "fetch",
-        "Keep no cookie jar: never send back the cookies sites set. By default the crawl keeps "
-        "one (RFC 6265 rules, as a browser does), resumes with it and shares it between the "
-        "processes of a Redis crawl. (default: the jar is on)",
+        "Keep a cookie jar (RFC 6265 rules, as a browser does): cookies sites set are sent "
+        "back; a resumed crawl keeps it and the processes of a Redis crawl share it. "
+        "--no-cookies (cookie_jar = false) turns it off. (default: on)",
         parse_bool,
         flag="--no-cookies",
         negative=True,

@@ -18,6 +18,7 @@ import pytest
 from aiohttp import web
 
 from archiver.commands.cli import main
+from archiver.config.settings import load_settings
 from archiver.fetch.cookies import FileCookieStore, field_name
 from archiver.fetch.cookiestxt import (
     CookieFileError,
@@ -115,7 +116,7 @@ def test_cookies_txt_as_wget_curl_and_export_extensions_write_it() -> None:
 def test_a_line_that_is_not_a_cookie_is_named(line: str, message: str) -> None:
     with pytest.raises(CookieFileError, match=message):
         parse_text(f"# Netscape HTTP Cookie File\n{line}\n")
-    with pytest.raises(CookieFileError, match="^line 2: "):
+    with pytest.raises(CookieFileError, match=r"^line 2: "):
         parse_text(f"# Netscape HTTP Cookie File\n{line}\n")
     assert parse_line("# a comment") is None
 
@@ -291,7 +292,5 @@ def test_no_cookies_with_a_cookies_file_is_a_usage_error(
 
 
 def test_the_jar_setting_is_named_in_warcinfo_settings(tmp_path: Path) -> None:
-    from archiver.config.settings import load_settings
-
     settings = load_settings(None, {"seeds": ("http://x.test/",), "cookie_jar": "false"})
     assert json.loads(settings.to_json_text())["cookie_jar"] is False
