@@ -40,9 +40,12 @@ keys (``archiver.frontier.redis``: every process of a shared crawl sends the coo
 them received). :class:`CrawlCookies` keeps the two in step around each fetch.
 
 **A browser.** Pages rendered in a browser send their requests through this same fetcher, so
-they share this jar by construction; the browser's own cookie store must stay out of it (no
-second ``Cookie`` header: the browser stage strips the one Chromium adds, see
-:data:`BROWSER_COOKIE_NOTE`).
+they share this jar by construction. The browser's own cookie store must stay out of it: a
+request handed over from Chromium must not bring Chromium's ``Cookie`` header (aiohttp would
+merge it into the jar's, RFC 6265 section 5.4 allowing only one), and Chromium must not keep
+the ``Set-Cookie`` of the responses it is given. The hook for the browser stage is
+:func:`without_cookie_header`, applied to a page's request headers before
+:meth:`archiver.fetch.fetcher.Fetcher.fetch`.
 """
 
 from __future__ import annotations
@@ -69,14 +72,6 @@ from archiver.fetch.cookiestxt import CookieKey, CookieLine, format_text, parse_
 #: configured credential headers are. Set by the fetcher around each exchange.
 TRUSTED_CHANNEL: contextvars.ContextVar[bool] = contextvars.ContextVar(
     "archiver_trusted_channel", default=True
-)
-
-#: For the browser stage: requests a page makes reach the network through this fetcher, which
-#: adds the jar's ``Cookie`` header; the browser must not send its own as well.
-BROWSER_COOKIE_NOTE = (
-    "Chromium's own cookie store must not add a Cookie header to requests handed to the "
-    "fetcher: drop the browser's Cookie header (and ignore Set-Cookie in the browser) so the "
-    "crawl's jar is the only one"
 )
 
 #: Store field holding the digest of the ``--cookies`` file applied last: the same file given
@@ -457,13 +452,18 @@ def loaded_digest(lines: Iterable[CookieLine]) -> str:
     return "sha256:" + hashlib.sha256(text.encode("utf-8")).hexdigest()
 
 
+def without_cookie_header(headers: Mapping[str, str]) -> dict[str, str]:
+    """A browser's request headers without its ``Cookie`` header: the crawl's jar adds the one
+    ``Cookie`` header a request carries (see the module notes on the browser)."""
+    return {name: value for name, value in headers.items() if name.lower() != "cookie"}
+
+
 def make_jar(enabled: bool) -> AbstractCookieJar:
     """The session's jar: the crawl's, or aiohttp's dummy jar with ``--no-cookies``."""
     return CrawlCookieJar() if enabled else aiohttp.DummyCookieJar()
 
 
 __all__ = [
-    "BROWSER_COOKIE_NOTE",
     "LOADED_FILE_FIELD",
     "TRUSTED_CHANNEL",
     "CookieStore",
@@ -474,5 +474,6 @@ __all__ = [
     "field_name",
     "loaded_digest",
     "make_jar",
+    "without_cookie_header",
     "write_private",
 ]

@@ -12,6 +12,11 @@ spool to disk past ``spool_memory`` bytes and only ``keep_body`` bytes are kept 
 
 Redirects are never followed here (``allow_redirects=False``): the crawler queues every hop, so
 each is archived as its own exchange and chains that meet fetch their common URL once.
+
+Cookies: the session consults the crawl's jar (:mod:`archiver.fetch.cookies`), kept in step
+with its store around each fetch. Proxies: with ``FetchConfig.proxy`` every request goes through
+a tunnel the connector opens (:mod:`archiver.fetch.tunnel`); aiohttp's own proxy support is not
+used.
 """
 
 from __future__ import annotations
@@ -262,7 +267,10 @@ class Fetcher:
     async def fetch(self, url: str, headers: Mapping[str, str] | None = None) -> Exchange:
         """GET ``url`` (normalised, see :mod:`archiver.urls`) and return the exchange.
 
-        Raises :class:`FetchError` when there is nothing to archive (no complete header block).
+        ``headers`` are added to the request; a ``Cookie`` among them is merged with the jar's
+        into one header, so a browser's request headers are given without theirs
+        (:func:`archiver.fetch.cookies.without_cookie_header`). Raises :class:`FetchError` when
+        there is nothing to archive (no complete header block).
         """
         scheme, host, port = scheme_host_port(url)
         authority = f"{host}:{port}"

@@ -19,7 +19,7 @@ from aiohttp import web
 
 from archiver.commands.cli import main
 from archiver.config.settings import load_settings
-from archiver.fetch.cookies import FileCookieStore, field_name
+from archiver.fetch.cookies import FileCookieStore, field_name, without_cookie_header
 from archiver.fetch.cookiestxt import (
     CookieFileError,
     CookieLine,
@@ -221,6 +221,27 @@ async def test_loaded_cookies_are_withheld_from_an_unverified_host_its_own_are_n
             await fetcher.fetch(url)
             await fetcher.fetch(url)
     assert seen == [None, "own=1"]
+
+
+async def test_a_request_carries_one_cookie_header() -> None:
+    """A configured ``Cookie`` header (a credential for the seed's host) and the jar's cookies
+    go as one header (RFC 6265 section 5.4); a browser's own Cookie header is dropped by the
+    hook the browser stage uses."""
+    async with RawServer() as server:
+        session_site(server)
+        config = FetchConfig(
+            extra_headers={"Cookie": "configured=1"},
+            credential_scope={"127.0.0.1": frozenset({"http"})},
+        )
+        async with Fetcher(config, AddressPolicy(allow_private=True)) as fetcher:
+            await fetcher.fetch(server.url("/"))
+            await fetcher.fetch(server.url("/a"))
+            browser = without_cookie_header({"Cookie": "chromium=1", "Accept": "image/*"})
+            assert browser == {"Accept": "image/*"}
+            await fetcher.fetch(server.url("/b"), browser)
+    for request in server.requests[1:]:
+        assert request.lower().count(b"\r\ncookie:") == 1, request
+        assert cookie_header(request) == f"configured=1; sid={SESSION}"
 
 
 async def test_save_cookies_writes_a_file_that_a_later_crawl_loads(tmp_path: Path) -> None:

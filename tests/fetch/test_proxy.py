@@ -28,6 +28,8 @@ import trustme
 
 from archiver.commands.cli import main
 from archiver.fetch.proxy import ProxyRoutes, parse_direct_hosts, parse_proxy_url, redact_proxy_url
+from archiver.fetch.tunnel import BlockedSocketError, Destination, Tunnels
+from archiver.policy.netguard import AddressPolicy
 from archiver.run.crawler import EXIT_FAILED
 from tests.conftest import run_crawl
 from tests.support.proxies import MicroSocks, ProxyPy
@@ -148,6 +150,37 @@ def test_proxy_urls_and_their_redaction() -> None:
     assert routes.for_host("10.0.0.1") is None
     assert routes.for_host("example.org") is proxy
     assert routes.for_host("notintranet.example") is proxy
+
+
+def test_who_resolves_the_destination_and_what_the_guard_judges() -> None:
+    guard = AddressPolicy()  # only globally routable addresses pass
+    http_proxy, socks = parse_proxy_url("http://p:3128"), parse_proxy_url("socks5://p:1080")
+    public = (2, 1, 6, "", ("93.184.216.34", 80))
+    loopback = (2, 1, 6, "", ("127.0.0.1", 80))
+    by_name = Tunnels(
+        ProxyRoutes(http_proxy), guard.check, guard_active=True, pinned=frozenset({"pinned.test"})
+    )
+    # the proxy resolves the name: every address it has here must pass (the proxy picks one)
+    assert by_name.destination(http_proxy, "a.test", 80, [public]) == Destination(
+        "a.test", 80, None
+    )
+    with pytest.raises(BlockedSocketError, match="loopback"):
+        by_name.destination(http_proxy, "a.test", 80, [public, loopback])
+    # a name pinned with --resolve, or a socks5:// proxy: given an address the guard allows
+    assert by_name.destination(http_proxy, "pinned.test", 80, [public]).address == "93.184.216.34"
+    by_address = Tunnels(ProxyRoutes(socks), guard.check, guard_active=True)
+    assert by_address.destination(socks, "a.test", 80, [loopback, public]) == Destination(
+        "93.184.216.34", 80, "93.184.216.34"
+    )
+    with pytest.raises(BlockedSocketError, match="link-local"):
+        by_address.destination(socks, "169.254.169.254", 80, [])  # an address: judged as is
+    # no lookup here only when nothing is judged and the proxy takes names
+    assert not by_name.resolved_by_proxy("a.test")
+    unguarded = Tunnels(ProxyRoutes(http_proxy), guard.check, guard_active=False)
+    assert unguarded.resolved_by_proxy("a.test") and not unguarded.resolved_by_proxy("127.0.0.1")
+    assert not Tunnels(ProxyRoutes(socks), guard.check, guard_active=False).resolved_by_proxy(
+        "a.test"
+    )
 
 
 @pytest.mark.parametrize(
