@@ -39,13 +39,15 @@ directory (:class:`FileCookieStore`, so a resumed crawl sends what it had) or th
 keys (``archiver.frontier.redis``: every process of a shared crawl sends the cookies any of
 them received). :class:`CrawlCookies` keeps the two in step around each fetch.
 
-**A browser.** Pages rendered in a browser send their requests through this same fetcher, so
-they share this jar by construction. The browser's own cookie store must stay out of it: a
-request handed over from Chromium must not bring Chromium's ``Cookie`` header (aiohttp would
-merge it into the jar's, RFC 6265 section 5.4 allowing only one), and Chromium must not keep
-the ``Set-Cookie`` of the responses it is given. The hook for the browser stage is
-:func:`without_cookie_header`, applied to a page's request headers before
-:meth:`archiver.fetch.fetcher.Fetcher.fetch`.
+**A browser.** Pages rendered in a browser (:mod:`archiver.browser`) send their requests
+through this same fetcher, so they share this jar by construction, and the ``Set-Cookie`` of
+every response the page is given lands in it. Chromium's own cookie store must not add a second
+``Cookie`` header (RFC 6265 section 5.4 allows one; aiohttp would merge a Cookie among the
+request's headers into the jar's): Chromium adds it after the point where the browser stage
+intercepts requests, so :class:`archiver.browser.exchange.BrowserRequest` carries none, and
+:func:`without_cookie_header` is the hook that keeps it so when the stage is wired to the
+fetcher. Cookies a page's script sets (``document.cookie``) stay in Chromium's store and are not
+sent by the fetcher: the wiring has to read them from the page to put them in the jar.
 """
 
 from __future__ import annotations
