@@ -16,10 +16,17 @@ from pathlib import Path
 
 import pytest
 from aiohttp import web
+from yarl import URL
 
 from archiver.commands.cli import main
 from archiver.config.settings import load_settings
-from archiver.fetch.cookies import FileCookieStore, field_name, without_cookie_header
+from archiver.fetch.cookies import (
+    CrawlCookieJar,
+    CrawlCookies,
+    FileCookieStore,
+    field_name,
+    without_cookie_header,
+)
 from archiver.fetch.cookiestxt import (
     CookieFileError,
     CookieLine,
@@ -275,6 +282,31 @@ async def test_the_state_file_keeps_the_jar_and_a_resume_reads_it(tmp_path: Path
     await store.close()
 
 
+async def test_the_same_cookies_file_on_resume_does_not_undo_what_the_site_set(
+    tmp_path: Path,
+) -> None:
+    """A resumed run given the same ``--cookies`` file keeps the value the site set since; a
+    changed file is applied."""
+    path = tmp_path / "state" / "cookies.txt"
+    url = URL("http://127.0.0.1/")
+
+    async def run(loaded: CookieLine, set_cookie: str | None = None) -> str:
+        cookies = CrawlCookies(CrawlCookieJar(), FileCookieStore(path), (loaded,))
+        await cookies.open()
+        if set_cookie is not None:
+            cookies.jar.update_cookies_from_headers([set_cookie], url)
+            await cookies.publish()
+        value = cookies.jar.filter_cookies(url)["sid"].coded_value
+        await cookies.close()
+        return value
+
+    old = CookieLine("127.0.0.1", True, "/", False, 0, "sid", "from-file")
+    assert await run(old, "sid=refreshed-by-site; Path=/") == "refreshed-by-site"
+    assert await run(old) == "refreshed-by-site"  # resumed with the same file
+    new = CookieLine("127.0.0.1", True, "/", False, 0, "sid", "new-file")
+    assert await run(new) == "new-file"  # a new file is applied
+
+
 # -- bad input ----------------------------------------------------------------------------------
 
 
@@ -302,6 +334,18 @@ def test_a_bad_cookies_file_is_a_one_line_usage_error(
     assert code == 2
     assert err.count("\n") == 1 and "--cookies" in err and expected in err, err
     assert not (tmp_path / "out").exists()  # nothing was started
+
+
+def test_save_cookies_into_no_directory_is_a_usage_error(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    target = tmp_path / "missing" / "jar.txt"
+    code = main(
+        ["crawl", "http://127.0.0.1:9/", "-o", str(tmp_path / "out"), "--save-cookies", str(target)]
+    )
+    err = capsys.readouterr().err
+    assert code == 2 and "--save-cookies" in err and "no such directory" in err, err
+    assert not (tmp_path / "out").exists()
 
 
 def test_no_cookies_with_a_cookies_file_is_a_usage_error(
