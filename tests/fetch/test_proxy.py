@@ -429,8 +429,12 @@ async def test_hosts_named_in_no_proxy_for_go_direct(tmp_path: Path) -> None:
 # -- a proxy that misbehaves ---------------------------------------------------------------------
 
 
-async def misbehaving_proxy(reply: list[bytes]) -> tuple[asyncio.Server, int]:
-    """A CONNECT proxy that sends ``reply`` (in those pieces) and then relays to the origin."""
+@contextlib.asynccontextmanager
+async def misbehaving_proxy(reply: list[bytes]) -> AsyncIterator[int]:
+    """A CONNECT proxy on a port it yields: it sends ``reply`` (in those pieces, each its own
+    packet) and then relays to the origin. Every connection it opened is closed on exit."""
+    writers: list[asyncio.StreamWriter] = []
+    tasks: set[asyncio.Task[None]] = set()
 
     async def relay(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
         with contextlib.suppress(ConnectionError):
@@ -440,17 +444,34 @@ async def misbehaving_proxy(reply: list[bytes]) -> tuple[asyncio.Server, int]:
         writer.close()
 
     async def handle(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
-        head = await reader.readuntil(b"\r\n\r\n")
-        host, _, port = head.split(b" ", 2)[1].decode().rpartition(":")
-        origin_reader, origin_writer = await asyncio.open_connection(host, int(port))
-        for piece in reply:
-            writer.write(piece)
-            await writer.drain()
-            await asyncio.sleep(0.05)  # a separate packet
-        await asyncio.gather(relay(reader, origin_writer), relay(origin_reader, writer))
+        task = asyncio.current_task()
+        assert task is not None
+        tasks.add(task)
+        writers.append(writer)
+        with contextlib.suppress(ConnectionError):
+            head = await reader.readuntil(b"\r\n\r\n")
+            host, _, port = head.split(b" ", 2)[1].decode().rpartition(":")
+            origin_reader, origin_writer = await asyncio.open_connection(host, int(port))
+            writers.append(origin_writer)
+            for piece in reply:
+                writer.write(piece)
+                await writer.drain()
+                await asyncio.sleep(0.05)  # a separate packet
+            await asyncio.gather(relay(reader, origin_writer), relay(origin_reader, writer))
+        tasks.discard(task)
 
     server = await asyncio.start_server(handle, "127.0.0.1", 0)
-    return server, server.sockets[0].getsockname()[1]
+    try:
+        yield server.sockets[0].getsockname()[1]
+    finally:
+        server.close()
+        for task in list(tasks):
+            task.cancel()
+        await asyncio.gather(*tasks, return_exceptions=True)
+        for writer in writers:
+            writer.close()
+        await asyncio.gather(*(w.wait_closed() for w in writers), return_exceptions=True)
+        await server.wait_closed()
 
 
 async def test_a_connect_reply_in_pieces_is_not_part_of_the_record(tmp_path: Path) -> None:
@@ -458,10 +479,8 @@ async def test_a_connect_reply_in_pieces_is_not_part_of_the_record(tmp_path: Pat
     origin's status line (a one-read client would record the rest of the proxy's reply)."""
     async with site() as server:
         direct = await run_crawl(tmp_path / "direct", server.url("/"))
-        proxy, port = await misbehaving_proxy(
-            [b"HTTP/1.1 200 Connection established\r\n", b"X-Proxy: slow\r\n", b"\r\n"]
-        )
-        async with proxy:
+        pieces = [b"HTTP/1.1 200 Connection established\r\n", b"X-Proxy: slow\r\n", b"\r\n"]
+        async with misbehaving_proxy(pieces) as port:
             result = await run_crawl(
                 tmp_path / "proxied", server.url("/"), proxy=f"http://127.0.0.1:{port}"
             )
@@ -470,11 +489,10 @@ async def test_a_connect_reply_in_pieces_is_not_part_of_the_record(tmp_path: Pat
 
 
 async def test_bytes_after_the_connect_reply_fail_the_fetch(tmp_path: Path) -> None:
-    async with site() as server:
-        proxy, port = await misbehaving_proxy([b"HTTP/1.1 200 OK\r\n\r\nHTTP/1.1 200 OK\r\n"])
-        async with proxy:
-            result = await run_crawl(
-                tmp_path / "out", server.url("/"), proxy=f"http://127.0.0.1:{port}", max_tries=1
-            )
+    surplus = [b"HTTP/1.1 200 OK\r\n\r\nHTTP/1.1 200 OK\r\n"]
+    async with site() as server, misbehaving_proxy(surplus) as port:
+        result = await run_crawl(
+            tmp_path / "out", server.url("/"), proxy=f"http://127.0.0.1:{port}", max_tries=1
+        )
     assert result.exit_code == EXIT_FAILED
     assert "sent data before the origin" in (tmp_path / "out" / "crawl.log.jsonl").read_text()

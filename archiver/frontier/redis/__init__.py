@@ -23,8 +23,8 @@ replica set with failover) is supported, not Cluster::
     P:commits:FILE  HASH    "start end" -> "HOST\\0item" per capture committed in WARC FILE
     P:digests       HASH    payload digest -> [record id, URI, date]      (shared.py)
     P:robots:ORIGIN STRING  a robots.txt with status and fetch time, 24 h TTL  (shared.py)
-    P:cookies       HASH    cookie identity -> its cookies.txt line (the shared jar; shared.py)
-    P:cookies-version STRING  a counter bumped after every change of P:cookies
+    P:cookies       HASH    cookie identity -> its cookies.txt line (the jar) (shared.py)
+    P:cookies:v     STRING  bumped after every change of P:cookies (shared.py)
 
 Every state change is a Lua script (``scripts/*.lua``, loaded by :mod:`.lua`), atomic across
 processes; each checks ``P:meta`` first and reads the time from Redis, so politeness and lease

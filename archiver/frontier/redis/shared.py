@@ -90,7 +90,7 @@ class RedisRobotsCache:
 
 class RedisCookieStore:
     """The cookie jar of a crawl shared in Redis: ``P:cookies`` (HASH: one field per cookie,
-    holding its cookies.txt line, both opaque here) and ``P:cookies-version`` (a counter bumped
+    holding its cookies.txt line, both opaque here) and ``P:cookies:v`` (a counter bumped
     after every change).
 
     A process reads the counter before each fetch and the whole hash only when it moved, so the
@@ -103,7 +103,7 @@ class RedisCookieStore:
     def __init__(self, frontier: RedisFrontier) -> None:
         self._frontier = frontier
         self._key = frontier.link.key("cookies")
-        self._version_key = frontier.link.key("cookies-version")
+        self._version_key = frontier.link.key("cookies:v")
 
     async def load(self) -> dict[str, str]:
         raw = await self._frontier.ask("HGETALL", self._key)
