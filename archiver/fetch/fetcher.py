@@ -186,9 +186,10 @@ class Fetcher:
         if cfg.proxy is not None:
             tunnels = Tunnels(
                 cfg.proxy,
-                self._check_address,
+                self.policy.check,
                 guard_active=not self.policy.allow_private,
                 pinned=frozenset(host.lower().rstrip(".") for host in cfg.resolve),
+                refused=_note_blocked,
             )
         connector = capture.RecordingConnector(
             tunnels=tunnels,
@@ -230,13 +231,11 @@ class Fetcher:
         return socket.socket(family=family, type=type_, proto=proto)
 
     def _check_address(self, ip: str, port: int) -> str | None:
-        """The SSRF guard's verdict on a destination (a direct socket's, or a tunnel's);
-        a refusal is noted on the current exchange."""
+        """The SSRF guard's verdict on a direct socket's address; a refusal is noted on the
+        current exchange."""
         reason = self.policy.check(ip, port)
         if reason is not None:
-            recorder = capture.CURRENT_RECORDER.get()
-            if recorder is not None:
-                recorder.blocked = reason
+            _note_blocked(reason)
         return reason
 
     def _headers(self, extra: Mapping[str, str] | None, *, credentials: bool) -> dict[str, str]:
@@ -486,6 +485,13 @@ class Fetcher:
             body=body,
             interim=tuple(recorder.interim),
         )
+
+
+def _note_blocked(reason: str) -> None:
+    """Mark the current exchange as refused by the SSRF guard."""
+    recorder = capture.CURRENT_RECORDER.get()
+    if recorder is not None:
+        recorder.blocked = reason
 
 
 def _cert_reason(exc: aiohttp.ClientConnectorCertificateError) -> str:

@@ -92,9 +92,11 @@ class Tunnels:
         *,
         guard_active: bool,
         pinned: frozenset[str] = frozenset(),
+        refused: Callable[[str], None] = lambda reason: None,
     ) -> None:
         self.routes = routes
-        self.check = check
+        self.check = check  #: the guard's verdict (pure)
+        self.refused = refused  #: told why, when a destination is refused
         self.guard_active = guard_active
         self.pinned = pinned  #: hosts with a ``--resolve`` address
 
@@ -133,12 +135,16 @@ class Tunnels:
             if reason is None:
                 return Destination(ip, port, ip)
             refusal = reason
-        raise BlockedSocketError(f"refused to connect: {refusal}")
+        raise self._refuse(refusal)
 
     def _judge(self, ip: str, port: int) -> None:
         reason = self.check(ip, port)
         if reason is not None:
-            raise BlockedSocketError(f"refused to connect: {reason}")
+            raise self._refuse(reason)
+
+    def _refuse(self, reason: str) -> BlockedSocketError:
+        self.refused(reason)
+        return BlockedSocketError(f"refused to connect: {reason}")
 
     @functools.cached_property
     def _proxy_tls(self) -> ssl.SSLContext:

@@ -168,12 +168,17 @@ def test_who_resolves_the_destination_and_what_the_guard_judges() -> None:
         by_name.destination(http_proxy, "a.test", 80, [public, loopback])
     # a name pinned with --resolve, or a socks5:// proxy: given an address the guard allows
     assert by_name.destination(http_proxy, "pinned.test", 80, [public]).address == "93.184.216.34"
-    by_address = Tunnels(ProxyRoutes(socks), guard.check, guard_active=True)
+    refusals: list[str] = []
+    by_address = Tunnels(
+        ProxyRoutes(socks), guard.check, guard_active=True, refused=refusals.append
+    )
     assert by_address.destination(socks, "a.test", 80, [loopback, public]) == Destination(
         "93.184.216.34", 80, "93.184.216.34"
     )
+    assert refusals == []  # a refused address passed over does not refuse the exchange
     with pytest.raises(BlockedSocketError, match="link-local"):
         by_address.destination(socks, "169.254.169.254", 80, [])  # an address: judged as is
+    assert len(refusals) == 1 and "link-local" in refusals[0]
     # no lookup here only when nothing is judged and the proxy takes names
     assert not by_name.resolved_by_proxy("a.test")
     unguarded = Tunnels(ProxyRoutes(http_proxy), guard.check, guard_active=False)
