@@ -251,7 +251,7 @@ class Fetcher:
         else:
             headers.update(self._public_headers)
         if extra:
-            headers.update(extra)
+            _merge(headers, extra)
         return headers
 
     @functools.cached_property
@@ -263,14 +263,23 @@ class Fetcher:
             if not is_credential_header(name)
         }
 
-    async def fetch(self, url: str, headers: Mapping[str, str] | None = None) -> Exchange:
-        """GET ``url`` (normalised, see :mod:`archiver.urls`) and return the exchange.
+    async def fetch(
+        self,
+        url: str,
+        headers: Mapping[str, str] | None = None,
+        *,
+        method: str = "GET",
+        body: bytes | None = None,
+    ) -> Exchange:
+        """Send ``method`` (GET unless a browser asked for another) to ``url`` (normalised, see
+        :mod:`archiver.urls`) with ``body``, and return the exchange.
 
         ``headers`` are added to the request; a ``Cookie`` among them is merged with the jar's
         into one header, so a browser's request headers are given without theirs
         (:func:`archiver.fetch.cookies.without_cookie_header`). Raises :class:`FetchError` when
         there is nothing to archive (no complete header block).
         """
+        message = _Message(method, headers, body)
         scheme, host, port = scheme_host_port(url)
         authority = f"{host}:{port}"
         if scheme == "https" and not self.config.tls_verify:
@@ -287,7 +296,7 @@ class Fetcher:
         if cookies is not None:
             await cookies.refresh()
         try:
-            exchange = await self._fetch_trusted(url, headers, ctx, credentials, trusted=trusted)
+            exchange = await self._fetch_trusted(url, message, ctx, credentials, trusted=trusted)
         except aiohttp.ClientConnectorCertificateError as exc:
             if self.config.tls_verify:
                 raise FetchError(
@@ -296,7 +305,7 @@ class Fetcher:
             self.unverified_hosts[authority] = _cert_reason(exc)
             try:
                 exchange = await self._fetch_trusted(
-                    url, headers, self._noverify_ctx, False, trusted=False
+                    url, message, self._noverify_ctx, False, trusted=False
                 )
             except aiohttp.ClientConnectorCertificateError as exc2:  # pragma: no cover
                 raise FetchError(f"TLS failure: {exc2}", FailReason.TLS) from exc2
@@ -313,7 +322,7 @@ class Fetcher:
     async def _fetch_trusted(
         self,
         url: str,
-        extra: Mapping[str, str] | None,
+        message: _Message,
         ctx: ssl.SSLContext | None,
         credentials: bool,
         *,
@@ -322,14 +331,14 @@ class Fetcher:
         """One attempt, with the cookie jar told whether the channel is trusted."""
         token = TRUSTED_CHANNEL.set(trusted)
         try:
-            return await self._fetch_once(url, extra, ctx, credentials=credentials)
+            return await self._fetch_once(url, message, ctx, credentials=credentials)
         finally:
             TRUSTED_CHANNEL.reset(token)
 
     async def _fetch_once(
         self,
         url: str,
-        extra: Mapping[str, str] | None,
+        message: _Message,
         ctx: ssl.SSLContext | None,
         *,
         credentials: bool,
@@ -349,9 +358,11 @@ class Fetcher:
         try:
             try:
                 async with whole:
-                    response = await session.get(
+                    response = await session.request(
+                        message.method,
                         URL(url, encoded=True),
-                        headers=self._headers(extra, credentials=credentials),
+                        headers=self._headers(message.headers, credentials=credentials),
+                        data=message.body,
                         allow_redirects=False,
                         ssl=ctx if ctx is not None else True,
                     )
@@ -485,6 +496,28 @@ class Fetcher:
             body=body,
             interim=tuple(recorder.interim),
         )
+
+
+def _merge(headers: dict[str, str], extra: Mapping[str, str]) -> None:
+    """Add ``extra`` to ``headers``, a field given in ``extra`` replacing one of ``headers``
+    whatever the case of its name (field names are case-insensitive, RFC 9110 section 5.1): a
+    browser's request says ``accept``, and only one Accept field must go out."""
+    lowered = {name.lower(): name for name in headers}
+    for name, value in extra.items():
+        existing = lowered.get(name.lower())
+        if existing is not None and existing != name:
+            del headers[existing]
+        headers[name] = value
+        lowered[name.lower()] = name
+
+
+@dataclass(frozen=True, slots=True)
+class _Message:
+    """What is sent besides the URL: the method, the caller's header fields and the body."""
+
+    method: str
+    headers: Mapping[str, str] | None
+    body: bytes | None
 
 
 def _note_blocked(reason: str) -> None:
