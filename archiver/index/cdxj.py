@@ -56,10 +56,11 @@ _import_lazily("tldextract")
 
 import surt  # noqa: E402 - after tldextract is registered as lazy
 
+from archiver.index.postquery import PostKey, post_key  # noqa: E402
 from archiver.models import WrittenRecord  # noqa: E402
 from archiver.timefmt import timestamp14  # noqa: E402
 from archiver.warc import reader as warc_reader  # noqa: E402
-from archiver.warc.records import cdx_mime  # noqa: E402
+from archiver.warc.records import IndexFields, cdx_mime  # noqa: E402
 from archiver.warc.writer import IndexJournal  # noqa: E402
 
 JOURNAL_SUFFIX = ".cdxj"
@@ -75,10 +76,11 @@ def surt_key(url: str) -> str:
         return url
 
 
-def cdxj_line(record: WrittenRecord, url: str | None = None) -> str:
-    """One CDXJ line for a written record."""
+def cdxj_line(record: WrittenRecord, url: str | None = None, post: PostKey | None = None) -> str:
+    """One CDXJ line for a written record; a POST or PUT capture's ``post`` key makes its key
+    and adds ``requestBody`` and ``method`` (cdxj-indexer ``--post-append``)."""
     target = url or record.target_uri
-    fields: dict[str, str] = {"url": target}
+    fields: dict[str, str | None] = {"url": target}
     if record.mime is not None:
         fields["mime"] = record.mime
     if record.status is not None:
@@ -88,12 +90,23 @@ def cdxj_line(record: WrittenRecord, url: str | None = None) -> str:
     fields["length"] = str(record.length)
     fields["offset"] = str(record.offset)
     fields["filename"] = record.filename
-    return f"{surt_key(target)} {timestamp14(record.date)} {json.dumps(fields)}"
+    key = target
+    if post is not None:
+        key = post.url
+        fields["requestBody"] = post.request_body
+        fields["method"] = post.method
+    return f"{surt_key(key)} {timestamp14(record.date)} {json.dumps(fields)}"
+
+
+def journal_line(record: WrittenRecord, index: IndexFields) -> str:
+    """The writer's journal line for a capture's primary record."""
+    post = post_key(index.url, index.request) if index.request is not None else None
+    return cdxj_line(record, index.url, post)
 
 
 def writer_journal(directory: Path) -> IndexJournal:
     """What the WARC writer needs to journal the CDXJ line of every capture it writes."""
-    return IndexJournal(directory, JOURNAL_SUFFIX, cdxj_line)
+    return IndexJournal(directory, JOURNAL_SUFFIX, journal_line)
 
 
 def cdx11_line(cdxj: str) -> str:
@@ -214,9 +227,10 @@ def scan_warc(path: Path, filename: str | None = None) -> list[str]:
     """CDXJ lines for a WARC file that has no journal, read record by record.
 
     Used for foreign WARCs and for files whose writer died before it closed them. The lines are
-    what cdxj-indexer writes for the same records (its fields come from warcio's parsing, which
-    :func:`_http_fields` follows). Stops quietly at the first damaged record, as the one WARC
-    reader (:mod:`archiver.warc.reader`) finds it: a damaged tail has no captures worth
+    what cdxj-indexer ``--post-append`` writes for the same records (its fields come from
+    warcio's parsing, which :func:`_http_fields` follows; a response and its request record
+    next to it are paired as it pairs them). Stops quietly at the first damaged record, as the
+    one WARC reader (:mod:`archiver.warc.reader`) finds it: a damaged tail has no captures worth
     indexing. (cdxj-indexer reads on past a bad gzip CRC or a whole-file gzip; here those end
     the scan.)
     """
@@ -225,11 +239,14 @@ def scan_warc(path: Path, filename: str | None = None) -> list[str]:
     # the record's length (a gzip member's length is the whole member)
     trailer = 0 if warc_reader.is_gzip(path) else 4
     lines: list[str] = []
+    pairing = _Pairing(lines)
     http_head: _HttpHead | None = None
 
     def on_block(head: warc_reader.RecordHead) -> warc_reader.BlockSink | None:
         nonlocal http_head
         http_head = _HttpHead() if _has_http_head(head) else None
+        if head.record_type == "request":
+            return pairing.request_sink()
         return http_head
 
     for item in warc_reader.iter_records(path, on_block=on_block):
@@ -243,6 +260,7 @@ def scan_warc(path: Path, filename: str | None = None) -> list[str]:
         ):
             break  # warcio fails on such a record, and cdxj-indexer with it
         if not _indexed(kind, item.get("Content-Type")):
+            pairing.seen(item, None)
             continue
         status, content_type = _http_fields(http_head) if http_head else (None, None)
         if kind == "revisit":
@@ -264,7 +282,60 @@ def scan_warc(path: Path, filename: str | None = None) -> list[str]:
             payload_digest=item.get("WARC-Payload-Digest"),
         )
         lines.append(cdxj_line(written))
+        pairing.seen(item, written)
     return lines
+
+
+#: Bytes of a request record's block read for its body's parameters (POST, PUT).
+MAX_REQUEST_BLOCK = 8 << 20
+
+
+class _Pairing:
+    """cdxj-indexer's pairing of a response with the request record next to it (before or
+    after it, ``WARC-Concurrent-To`` naming the other, the same target URI): a POST or PUT
+    request gives the response's line its key (:mod:`archiver.index.postquery`)."""
+
+    def __init__(self, lines: list[str]) -> None:
+        self._lines = lines
+        #: the record before this one, unless it was paired already: its head, its line's
+        #: place and record (a response), its block (a request)
+        self._previous: tuple[warc_reader.RecordHead, int, WrittenRecord | None, bytes] | None
+        self._previous = None
+        self._block = bytearray()
+
+    def request_sink(self) -> warc_reader.BlockSink:
+        self._block = bytearray()
+
+        def collect(piece: memoryview) -> None:
+            if len(self._block) < MAX_REQUEST_BLOCK:
+                self._block += piece[: MAX_REQUEST_BLOCK - len(self._block)]
+
+        return collect
+
+    def seen(self, head: warc_reader.RecordHead, written: WrittenRecord | None) -> None:
+        """The record just read (``written``: its index record, when it has a line)."""
+        block = bytes(self._block) if head.record_type == "request" else b""
+        self._block = bytearray()
+        previous, self._previous = self._previous, (head, len(self._lines) - 1, written, block)
+        if previous is None:
+            return
+        first, line, first_written, first_block = previous
+        if head.target_uri != first.target_uri or head.get("WARC-Concurrent-To") != (
+            first.record_id
+        ):
+            return
+        self._previous = None  # a pair: neither record pairs with the next one
+        if first.record_type == "response" and head.record_type == "request":
+            response, at, request = first_written, line, block
+        elif first.record_type == "request" and head.record_type == "response":
+            response, at, request = written, len(self._lines) - 1, first_block
+        else:
+            return
+        if response is None:
+            return
+        post = post_key(response.target_uri, request)
+        if post is not None:
+            self._lines[at] = cdxj_line(response, post=post)
 
 
 #: Bytes of a record's block kept for its HTTP head (warcio reads it line by line, unbounded).

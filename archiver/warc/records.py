@@ -80,6 +80,10 @@ class IndexFields:
     mime: str | None
     status: int | None
     digest: str | None
+    #: the request as sent, for a response whose request has a body that the index key
+    #: includes (POST, PUT: :mod:`archiver.index.postquery`; cdxj-indexer pairs only response
+    #: and request records, so a revisit's key stays its URL); None otherwise
+    request: bytes | None = None
 
 
 @dataclass(slots=True)
@@ -168,6 +172,7 @@ class RecordFactory:
                 mime=cdx_mime(ex.header("Content-Type")),
                 status=ex.status,
                 digest=ex.payload_digest,
+                request=_keyed_request(ex),
             ),
             payload_digest=ex.payload_digest,
         )
@@ -240,6 +245,29 @@ class RecordFactory:
             return []
         return [self.metadata(ex.target_uri, date, fields, concurrent_to=concurrent_to)]
 
+    def resource(self, target_uri: str, content_type: str, data: bytes) -> PendingCapture:
+        """A ``resource`` record (WARC 1.1 section 6.6): something the crawler made rather than
+        received, such as a page's screenshot (``urn:screenshot:URL``, as Browsertrix names
+        them). Its payload is its whole block, so both digests are the block's."""
+        block_digest = digest.digest_bytes(self.algorithm, data)
+        headers = [
+            ("WARC-Type", "resource"),
+            ("WARC-Record-ID", self.new_id()),
+            ("WARC-Date", warc_date(self.clock())),
+            ("WARC-Target-URI", safe_value(target_uri)),
+            ("WARC-Block-Digest", block_digest),
+            ("WARC-Payload-Digest", block_digest),
+            ("Content-Type", content_type),
+        ]
+        return PendingCapture(
+            url=target_uri,
+            records=[PendingRecord("resource", headers, data, len(data))],
+            index=IndexFields(
+                url=target_uri, mime=cdx_mime(content_type), status=None, digest=block_digest
+            ),
+            payload_digest=block_digest,
+        )
+
     def metadata(
         self,
         target_uri: str,
@@ -275,6 +303,11 @@ class RecordFactory:
             ("Content-Type", CT_FIELDS),
         ]
         return PendingRecord("warcinfo", headers, block, len(block))
+
+
+def _keyed_request(ex: Exchange) -> bytes | None:
+    """The request, when its body is part of the capture's index key (POST, PUT)."""
+    return ex.request if ex.request.startswith((b"POST ", b"PUT ")) else None
 
 
 def fields_block(fields: Iterable[tuple[str, str]]) -> bytes:

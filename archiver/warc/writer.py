@@ -52,7 +52,13 @@ from archiver.errors import WriteError
 from archiver.models import WrittenCapture, WrittenRecord
 from archiver.spool import Spool
 from archiver.warc.naming import OPEN_SUFFIX, safe_name_part, serial_of, warc_name
-from archiver.warc.records import WARC_VERSION, PendingCapture, PendingRecord, RecordFactory
+from archiver.warc.records import (
+    WARC_VERSION,
+    IndexFields,
+    PendingCapture,
+    PendingRecord,
+    RecordFactory,
+)
 
 _zlib_impl: types.ModuleType
 try:  # a faster deflate with the same output format (standard gzip members)
@@ -72,8 +78,8 @@ class _Compressor(Protocol):
     def flush(self, mode: int = ..., /) -> bytes: ...
 
 
-#: The index line of a capture's primary record, given the URL the index files it under.
-IndexLine = Callable[[WrittenRecord, str], str]
+#: The index line of a capture's primary record, given what the index says of the capture.
+IndexLine = Callable[[WrittenRecord, IndexFields], str]
 
 
 @dataclass(frozen=True, slots=True)
@@ -406,7 +412,7 @@ class Writer:
         result = WrittenCapture(handle.final_name, start, handle.size, tuple(written))
         primary = result.primary
         if primary is not None and capture.index is not None:
-            handle.journal.write(self.config.journal.line(primary, capture.index.url) + "\n")
+            handle.journal.write(self.config.journal.line(primary, capture.index) + "\n")
         return result
 
     def _recover_from_write_error(self) -> None:
