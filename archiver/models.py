@@ -123,6 +123,7 @@ class FailReason(enum.StrEnum):
     SERVER_ERROR = "server-error"
     THROTTLED = "throttled"
     CHALLENGE = "challenge"  #: a bot challenge (CDN/WAF interstitial) instead of the page
+    BROWSER = "browser"  #: the page was captured, but the browser could not load it
     ROBOTS_UNREACHABLE = "robots-unreachable"
     WRITE_ERROR = "write-error"
     INTERNAL = "internal-error"
@@ -234,6 +235,25 @@ class Original:
     record_id: str | None
     target_uri: str
     date: str  #: its WARC-Date
+
+
+@dataclass(frozen=True, slots=True)
+class RecordLocation:
+    """Where one record lies in the crawl's WARC files: its gzip member, as an index line says
+    (``filename`` relative to the WARC directory, never with ``.open``)."""
+
+    filename: str
+    offset: int
+    length: int
+
+    def encode(self) -> str:
+        """``"FILENAME OFFSET LENGTH"`` (WARC file names never hold a space)."""
+        return f"{self.filename} {self.offset} {self.length}"
+
+    @classmethod
+    def decode(cls, text: str) -> RecordLocation:
+        filename, offset, length = text.rsplit(" ", 2)
+        return cls(filename, int(offset), int(length))
 
 
 class Outcome(enum.StrEnum):

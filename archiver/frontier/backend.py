@@ -11,10 +11,11 @@ from archiver.errors import FrontierError
 from archiver.frontier.base import Frontier
 from archiver.frontier.config import FrontierConfig
 from archiver.frontier.memory import MemoryFrontier
-from archiver.frontier.sqlite import SqliteDigestIndex, SqliteFrontier
+from archiver.frontier.sqlite import SqliteCapturedUrls, SqliteDigestIndex, SqliteFrontier
 
 if TYPE_CHECKING:
     from archiver.frontier.redis import (
+        RedisCapturedUrls,
         RedisCookieStore,
         RedisDigestIndex,
         RedisFrontier,
@@ -29,13 +30,16 @@ class Backend:
     ``digests`` is the crawl's own payload-digest index (an
     :class:`archiver.dedup.digests.DigestIndex`): in the SQLite database (it survives a resume)
     or shared in Redis (revisits across processes); None for the memory backend, whose caller
-    keeps digests in memory. ``robots_cache`` is the robots.txt cache that the processes of a
-    shared crawl share (None otherwise), and ``cookies`` their cookie jar's storage (an
-    :class:`archiver.fetch.cookies.CookieStore`; None otherwise: the run keeps its own).
+    keeps digests in memory. ``captured`` is, in the same way, where the URLs the crawl captured
+    are remembered (an :class:`archiver.dedup.captured.CapturedUrls`). ``robots_cache`` is the
+    robots.txt cache that the processes of a shared crawl share (None otherwise), and
+    ``cookies`` their cookie jar's storage (an :class:`archiver.fetch.cookies.CookieStore`;
+    None otherwise: the run keeps its own).
     """
 
     frontier: Frontier
     digests: SqliteDigestIndex | RedisDigestIndex | None = None
+    captured: SqliteCapturedUrls | RedisCapturedUrls | None = None
     robots_cache: RedisRobotsCache | None = None
     cookies: RedisCookieStore | None = None
     #: the frontier of a crawl shared in Redis, for :attr:`is_last`
@@ -60,7 +64,7 @@ def open_backend(config: FrontierConfig, *, log: Any = None) -> Backend:
         if config.state_db is None:
             raise FrontierError("the SQLite frontier needs a database path")
         sqlite = SqliteFrontier(config.state_db, gate)
-        return Backend(sqlite, digests=sqlite.digest_index())
+        return Backend(sqlite, digests=sqlite.digest_index(), captured=sqlite.captured_urls())
     if not config.shared:
         raise FrontierError(f"unknown frontier backend {config.backend!r}")
     from archiver.frontier.redis import RedisFrontier  # noqa: PLC0415 - only when used
@@ -77,6 +81,7 @@ def open_backend(config: FrontierConfig, *, log: Any = None) -> Backend:
     return Backend(
         redis,
         digests=redis.digest_index(),
+        captured=redis.captured_urls(),
         robots_cache=redis.robots_cache(),
         cookies=redis.cookie_store(),
         shared=redis,

@@ -31,13 +31,22 @@ import pytest
 
 from archiver.config.assemble import frontier_config
 from archiver.config.settings import Settings
+from archiver.dedup.captured import CapturedUrls, MemoryCapturedUrls
 from archiver.dedup.digests import DigestIndex, MemoryDigestIndex
 from archiver.frontier import Backend, FrontierConfig, MemoryFrontier, open_backend
 from archiver.frontier.base import Frontier
 from archiver.frontier.local import LocalFrontier
 from archiver.frontier.redis import RedisFrontier
 from archiver.frontier.sqlite import SqliteFrontier
-from archiver.models import FrontierStats, Hop, Original, Outcome, TaskResult, WrittenCapture
+from archiver.models import (
+    FrontierStats,
+    Hop,
+    Original,
+    Outcome,
+    RecordLocation,
+    TaskResult,
+    WrittenCapture,
+)
 from archiver.policy.politeness import Backoff, HostGate
 from tests.frontier.common import DONE, FakeClock, item
 from tests.support.redis_server import RedisServer
@@ -521,6 +530,21 @@ async def test_the_digest_index_of_every_backend(h: Harness, backend: Backend) -
     await index.add("sha1:CCCC", none_id)  # a record id may be unknown (an earlier crawl's)
     assert await index.lookup("sha1:CCCC") == none_id
     await index.close()
+
+
+async def test_the_captured_urls_of_every_backend(h: Harness, backend: Backend) -> None:
+    """URL -> where its latest capture is: a later capture replaces it, an add is seen by the
+    next lookup in this process; the store is the browser stage's (dedup's CapturedUrls)."""
+    assert (backend.captured is None) is (h.name == "memory")  # the crawler keeps those itself
+    captured: CapturedUrls = backend.captured or MemoryCapturedUrls()
+    url = "http://a.example/static/app.js"
+    assert await captured.lookup(url) is None
+    await captured.add(url, RecordLocation("crawl-00000.warc.gz", 1234, 567))
+    assert await captured.lookup(url) == RecordLocation("crawl-00000.warc.gz", 1234, 567)
+    await captured.add(url, RecordLocation("crawl-00001.warc.gz", 0, 89))  # a retry's 200
+    assert await captured.lookup(url) == RecordLocation("crawl-00001.warc.gz", 0, 89)
+    assert await captured.lookup("http://a.example/static/other.js") is None
+    await captured.close()
 
 
 def test_frontier_config_from_settings(tmp_path: Path) -> None:

@@ -24,7 +24,15 @@ import pytest
 
 from archiver.errors import FrontierError
 from archiver.frontier.sqlite import Bloom, SqliteDigestIndex, SqliteFrontier
-from archiver.models import CrawlItem, Hop, Original, Outcome, TaskResult, WrittenCapture
+from archiver.models import (
+    CrawlItem,
+    Hop,
+    Original,
+    Outcome,
+    RecordLocation,
+    TaskResult,
+    WrittenCapture,
+)
 from archiver.policy.politeness import HostGate
 from tests.frontier.common import DONE, FakeClock, item
 
@@ -264,6 +272,20 @@ async def test_digest_index_persists(tmp_path: Path) -> None:
     await again.open()
     assert await SqliteDigestIndex(again).lookup("sha1:AAAA") == original
     assert await SqliteDigestIndex(again).lookup("sha1:BBBB") is None
+    await again.close()
+
+
+async def test_captured_urls_persist(tmp_path: Path) -> None:
+    db = tmp_path / "f.sqlite"
+    frontier = sqlite_frontier(db)
+    await frontier.open()
+    location = RecordLocation("crawl-20240101000000000-00000-h.warc.gz", 99, 1000)
+    await frontier.captured_urls().add("http://a.example/app.js", location)
+    await frontier.close()
+    again = sqlite_frontier(db)
+    await again.open()
+    assert await again.captured_urls().lookup("http://a.example/app.js") == location
+    assert await again.captured_urls().lookup("http://a.example/other.js") is None
     await again.close()
 
 

@@ -62,10 +62,16 @@ captures; the URLs it had in flight are fetched again elsewhere, so those may be
 from archiver.frontier.redis.codec import decode_item, encode_item, url_key
 from archiver.frontier.redis.frontier import STATE_FORMAT, RedisFrontier
 from archiver.frontier.redis.link import RedisLink
-from archiver.frontier.redis.shared import RedisCookieStore, RedisDigestIndex, RedisRobotsCache
+from archiver.frontier.redis.shared import (
+    RedisCapturedUrls,
+    RedisCookieStore,
+    RedisDigestIndex,
+    RedisRobotsCache,
+)
 
 __all__ = [
     "STATE_FORMAT",
+    "RedisCapturedUrls",
     "RedisCookieStore",
     "RedisDigestIndex",
     "RedisFrontier",

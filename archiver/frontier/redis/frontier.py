@@ -38,7 +38,12 @@ from archiver.frontier.redis.pump import (
     Query,
     ScriptCall,
 )
-from archiver.frontier.redis.shared import RedisCookieStore, RedisDigestIndex, RedisRobotsCache
+from archiver.frontier.redis.shared import (
+    RedisCapturedUrls,
+    RedisCookieStore,
+    RedisDigestIndex,
+    RedisRobotsCache,
+)
 from archiver.models import CrawlItem, FrontierStats, ResumeInfo, TaskResult
 from archiver.policy.politeness import HostGate, host_report
 from archiver.urls import redact_url
@@ -351,6 +356,10 @@ class RedisFrontier:
     def digest_index(self) -> RedisDigestIndex:
         """The crawl's payload digests, through this frontier's pump."""
         return RedisDigestIndex(self)
+
+    def captured_urls(self) -> RedisCapturedUrls:
+        """The URLs the crawl captured, through this frontier's pump."""
+        return RedisCapturedUrls(self)
 
     def cookie_store(self) -> RedisCookieStore:
         return RedisCookieStore(self)

@@ -1,10 +1,12 @@
 """What the processes of a shared crawl share besides the queue: payload digests (revisits across
-processes, WARC 1.1 section 6.7.2), robots.txt fetches (RFC 9309 section 2.4 caching) and the
-cookie jar (RFC 6265: one user agent's cookies, whichever process received them).
+processes, WARC 1.1 section 6.7.2), the URLs captured (a browser's requests answered from any
+process's records), robots.txt fetches (RFC 9309 section 2.4 caching) and the cookie jar (RFC
+6265: one user agent's cookies, whichever process received them).
 
 Each satisfies the protocol of the stage that uses it structurally
-(:class:`archiver.dedup.digests.DigestIndex`, :class:`archiver.policy.robots.RobotsCache`,
-:class:`archiver.fetch.cookies.CookieStore`): the frontier does not import those stages.
+(:class:`archiver.dedup.digests.DigestIndex`, :class:`archiver.dedup.captured.CapturedUrls`,
+:class:`archiver.policy.robots.RobotsCache`, :class:`archiver.fetch.cookies.CookieStore`): the
+frontier does not import those stages.
 """
 
 from __future__ import annotations
@@ -16,7 +18,7 @@ from typing import TYPE_CHECKING, cast
 import redis.asyncio as aioredis
 
 from archiver.frontier.redis.link import RedisLink
-from archiver.models import CachedRobots, Original
+from archiver.models import CachedRobots, Original, RecordLocation
 
 if TYPE_CHECKING:
     from archiver.frontier.redis.frontier import RedisFrontier
@@ -51,6 +53,29 @@ class RedisDigestIndex:
     async def add(self, digest: str, original: Original) -> None:
         value = json.dumps([original.record_id, original.target_uri, original.date])
         self._frontier.send("HSETNX", self._key, digest, value)
+
+    async def close(self) -> None:
+        """Nothing to close: the frontier owns the connection (and flushes on close)."""
+
+
+class RedisCapturedUrls:
+    """The URLs a crawl shared in Redis captured (``P:captured``): URL -> ``"WARC-FILE OFFSET
+    LENGTH"`` of its latest primary record (``HSET``: a later capture replaces it). Commands
+    ride the frontier's pump, as the digests' do; another process reads the record from the
+    crawl's WARC directory (on another machine without it, the URL is fetched again)."""
+
+    def __init__(self, frontier: RedisFrontier) -> None:
+        self._frontier = frontier
+        self._key = frontier.link.key("captured")
+
+    async def lookup(self, url: str) -> RecordLocation | None:
+        raw = await self._frontier.ask("HGET", self._key, url)
+        if raw is None:
+            return None
+        return RecordLocation.decode(_text(raw))
+
+    async def add(self, url: str, location: RecordLocation) -> None:
+        self._frontier.send("HSET", self._key, url, location.encode())
 
     async def close(self) -> None:
         """Nothing to close: the frontier owns the connection (and flushes on close)."""

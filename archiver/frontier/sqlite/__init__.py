@@ -46,12 +46,19 @@ them: ``open`` turns both back into ``QUEUED`` (tries unchanged).
 The modules: ``schema.sql`` (the tables), :mod:`.database` (the SQL, on the store's thread),
 :mod:`.ops` (the operations the loop hands the thread), :mod:`.store` (the thread, batching,
 group commit, backpressure), :mod:`.bloom` (the seen-set caches), :mod:`.frontier`
-(:class:`SqliteFrontier`) and :mod:`.digests` (:class:`SqliteDigestIndex`).
+(:class:`SqliteFrontier`) and :mod:`.digests` (:class:`SqliteDigestIndex`,
+:class:`SqliteCapturedUrls`).
 """
 
 from archiver.frontier.sqlite.bloom import Bloom
-from archiver.frontier.sqlite.digests import SqliteDigestIndex
+from archiver.frontier.sqlite.digests import SqliteCapturedUrls, SqliteDigestIndex
 from archiver.frontier.sqlite.frontier import SqliteFrontier
 from archiver.frontier.sqlite.ops import StoreStats
 
-__all__ = ["Bloom", "SqliteDigestIndex", "SqliteFrontier", "StoreStats"]
+__all__ = [
+    "Bloom",
+    "SqliteCapturedUrls",
+    "SqliteDigestIndex",
+    "SqliteFrontier",
+    "StoreStats",
+]

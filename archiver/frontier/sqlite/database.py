@@ -493,6 +493,14 @@ class Database:
         rows = self._x("SELECT start, end FROM captures WHERE file = ?", (file_id,))
         return {(int(s), int(e)) for s, e in rows}
 
+    def captured_add(self, pair: tuple[str, str]) -> None:
+        """Remember where a URL's latest capture is (``captured``: URL, location)."""
+        self._x("INSERT OR REPLACE INTO captured (url, location) VALUES (?, ?)", pair)
+
+    def captured_get(self, url: str) -> str | None:
+        row = self._x("SELECT location FROM captured WHERE url = ?", (url,)).fetchone()
+        return None if row is None else str(row[0])
+
     def uncommit(self, arg: tuple[str, int]) -> dict[int, dict[int, int]]:
         """Re-queue the finished URLs whose captures in the file start at or after ``offset``.
 

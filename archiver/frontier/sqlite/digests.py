@@ -1,8 +1,10 @@
-"""Payload digests of this crawl in the SQLite frontier's database (WARC 1.1 section 6.7.2:
-what an identical-payload-digest revisit refers to).
+"""What this crawl has stored, in the SQLite frontier's database: payload digests (WARC 1.1
+section 6.7.2: what an identical-payload-digest revisit refers to) and the URLs captured with
+their records' places (what a browser's requests are answered from).
 
-Within-crawl deduplication then survives a resume and costs no heap per digest. It satisfies
-:class:`archiver.dedup.digests.DigestIndex` structurally (the frontier does not import the
+Within-crawl deduplication then survives a resume and costs no heap per entry. The classes
+satisfy :class:`archiver.dedup.digests.DigestIndex` and
+:class:`archiver.dedup.captured.CapturedUrls` structurally (the frontier does not import the
 dedup stage).
 """
 
@@ -11,11 +13,12 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 from archiver.frontier.sqlite.bloom import MASK64
-from archiver.frontier.sqlite.ops import DIGEST_ADD, DIGEST_GET
-from archiver.models import Original
+from archiver.frontier.sqlite.ops import CALL, DIGEST_ADD, DIGEST_GET
+from archiver.models import Original, RecordLocation
 
 if TYPE_CHECKING:
     from archiver.frontier.sqlite.frontier import SqliteFrontier
+    from archiver.frontier.sqlite.store import Store
 
 
 class SqliteDigestIndex:
@@ -43,6 +46,27 @@ class SqliteDigestIndex:
         store.check()
         self._frontier.digest_filter.add(hash(digest) & MASK64)
         store.submit(DIGEST_ADD, (digest, original.record_id, original.target_uri, original.date))
+
+    async def close(self) -> None:
+        """Nothing to close: the frontier owns the database."""
+
+
+class SqliteCapturedUrls:
+    """URL -> its latest capture's primary record, in the ``captured`` table (a later capture
+    of a URL replaces the earlier one). Adds and lookups are operations of the frontier's store,
+    in issue order, like the digest index's."""
+
+    def __init__(self, store: Store) -> None:
+        self._store = store
+
+    async def lookup(self, url: str) -> RecordLocation | None:
+        self._store.check()
+        raw = await self._store.run(self._store.db.captured_get, url)
+        return None if raw is None else RecordLocation.decode(raw)
+
+    async def add(self, url: str, location: RecordLocation) -> None:
+        self._store.check()
+        self._store.submit(CALL, (self._store.db.captured_add, (url, location.encode())))
 
     async def close(self) -> None:
         """Nothing to close: the frontier owns the database."""

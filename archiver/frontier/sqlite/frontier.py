@@ -41,7 +41,7 @@ from archiver.frontier.sqlite.database import (
     WINDOWED,
     OpenState,
 )
-from archiver.frontier.sqlite.digests import SqliteDigestIndex
+from archiver.frontier.sqlite.digests import SqliteCapturedUrls, SqliteDigestIndex
 from archiver.frontier.sqlite.ops import (
     CALL,
     HOST,
@@ -470,7 +470,11 @@ class SqliteFrontier(LocalFrontier):
         self._store.submit(CALL, (self._db.uncommit, (filename, offset)), on_result, commit=True)
         return await asyncio.shield(answered)
 
-    # -- payload digests ------------------------------------------------------------------
+    # -- payload digests, captured URLs ----------------------------------------------------
     def digest_index(self) -> SqliteDigestIndex:
         """The crawl's payload digests, in this frontier's database (valid once it is open)."""
         return SqliteDigestIndex(self)
+
+    def captured_urls(self) -> SqliteCapturedUrls:
+        """The URLs the crawl captured, in this frontier's database (valid once it is open)."""
+        return SqliteCapturedUrls(self._store)

@@ -33,3 +33,7 @@ CREATE TABLE IF NOT EXISTS digests (
     target_uri TEXT NOT NULL,
     date TEXT NOT NULL
 ) WITHOUT ROWID;
+CREATE TABLE IF NOT EXISTS captured (
+    url TEXT PRIMARY KEY,              -- a URL captured with GET (crawls that use a browser)
+    location TEXT NOT NULL             -- its latest primary record: "WARC-FILE OFFSET LENGTH"
+) WITHOUT ROWID;

@@ -1,0 +1,128 @@
+"""URL-level dedup for browser crawls: captures read back from the WARC the writer wrote
+(responses, chunked ones, revisits, files still ``.open``), and :class:`Recall`'s claims: one
+caller captures a URL while the others wait, a location reaches the store only once committed.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from pathlib import Path
+
+from archiver.dedup.captured import MemoryCapturedUrls, read_response, response_parts
+from archiver.index.cdxj import writer_journal
+from archiver.models import Original, RecordLocation, WrittenCapture
+from archiver.run.recall import Claim, Recall, Recalled
+from archiver.warc.records import RecordFactory
+from archiver.warc.writer import Writer, WriterConfig
+from tests.warc.test_records_writer import exchange
+
+CHUNKED = (
+    b"HTTP/1.1 200 Fine\r\nContent-Type: text/css\r\nTransfer-Encoding: chunked\r\n"
+    b"X-Raw: caf\xe9\r\n\r\n5\r\nbody{\r\n3\r\n a}\r\n0\r\n\r\n"
+)
+PLAIN = b"HTTP/1.1 404 Not Found\r\nContent-Type: text/plain\r\nContent-Length: 4\r\n\r\ngone"
+
+
+async def write(tmp_path: Path, *captures: tuple[bytes, bytes, str]) -> list[WrittenCapture]:
+    """Write (response bytes, payload, url) captures; the second of an identical payload as a
+    revisit, as the crawl's recorder does. The file stays ``.open`` (nothing committed)."""
+    factory = RecordFactory()
+    config = WriterConfig(directory=tmp_path, journal=writer_journal(tmp_path / "journals"))
+    writer = Writer(config, factory, auto_seal=False)
+    writer.start()
+    written: list[WrittenCapture] = []
+    originals: dict[bytes, Original] = {}
+    for response, body, url in captures:
+        ex = exchange(response, body=body, url=url)
+        ex.status = int(response.split(b" ", 2)[1])
+        first = originals.get(body)
+        capture = factory.revisit(ex, first) if first else factory.capture(ex)
+        result = await writer.write(capture)
+        primary = result.primary
+        assert primary is not None
+        originals.setdefault(body, Original(primary.record_id, url, primary.date))
+        written.append(result)
+    await writer.close(drain=True)
+    return written
+
+
+def location(capture: WrittenCapture) -> RecordLocation:
+    primary = capture.primary
+    assert primary is not None
+    return RecordLocation(primary.filename, primary.offset, primary.length)
+
+
+async def test_responses_come_back_as_received_with_the_chunking_removed(tmp_path: Path) -> None:
+    chunked, plain = await write(
+        tmp_path,
+        (CHUNKED, b"body{ a}", "http://a.test/style.css"),
+        (PLAIN, b"gone", "http://a.test/missing"),
+    )
+    assert list(tmp_path.glob("*.open")), "read while the file is still being written"
+    stored = read_response(tmp_path, location(chunked), max_body=1 << 20)
+    assert stored is not None
+    assert (stored.status, stored.reason, stored.payload) == (200, "Fine", b"body{ a}")
+    assert ("X-Raw", "caf\xe9") in stored.headers  # latin-1: byte for byte
+    assert stored.header("transfer-encoding") == "chunked"
+    missing = read_response(tmp_path, location(plain), max_body=1 << 20)
+    assert missing is not None and (missing.status, missing.payload) == (404, b"gone")
+    too_large = read_response(tmp_path, location(chunked), max_body=4)
+    assert too_large is not None
+    assert (too_large.status, too_large.payload, too_large.too_large) == (200, None, True)
+    nowhere = RecordLocation(location(plain).filename, location(plain).offset + 1, 10)
+    assert read_response(tmp_path, nowhere, max_body=1 << 20) is None
+    assert response_parts(CHUNKED) == (
+        200,
+        "Fine",
+        [("Content-Type", "text/css"), ("Transfer-Encoding", "chunked"), ("X-Raw", "caf\xe9")],
+        b"body{ a}",
+    )
+
+
+async def test_a_revisit_is_answered_with_the_payload_it_refers_to(tmp_path: Path) -> None:
+    original, revisit = await write(
+        tmp_path,
+        (CHUNKED, b"body{ a}", "http://a.test/style.css"),
+        (CHUNKED, b"body{ a}", "http://a.test/style.css?v=2"),
+    )
+    assert revisit.records[0].record_type == "revisit"
+    store = MemoryCapturedUrls()
+    recall = Recall(store, tmp_path, max_body=1 << 20)
+    # the original is not known yet: the revisit alone cannot be answered
+    assert await recall.recall("http://a.test/style.css?v=2") is None
+    recall.captured("http://a.test/style.css?v=2", revisit)
+    assert await recall.recall("http://a.test/style.css?v=2") is None
+    recall.captured("http://a.test/style.css", original)
+    found = await recall.recall("http://a.test/style.css?v=2")
+    assert found is not None
+    assert (found.response.record_type, found.response.payload) == ("revisit", b"body{ a}")
+    ex = found.exchange()
+    assert (ex.status, ex.body, ex.content_type) == (200, b"body{ a}", "text/css")
+
+
+async def test_one_claim_per_url_and_the_store_only_gets_committed_captures(
+    tmp_path: Path,
+) -> None:
+    (capture,) = await write(tmp_path, (PLAIN, b"gone", "http://a.test/missing"))
+    store = MemoryCapturedUrls()
+    recall = Recall(store, tmp_path, max_body=1 << 20)
+    first = await recall.claim("http://a.test/missing")
+    assert isinstance(first, Claim)
+    waiter = asyncio.create_task(recall.claim("http://a.test/missing"))
+    await asyncio.sleep(0.01)
+    assert not waiter.done(), "a second caller must wait for the one capturing the URL"
+    recall.captured("http://a.test/missing", capture)
+    first.release()
+    second = await waiter
+    assert isinstance(second, Recalled)
+    assert second.response.payload == b"gone"
+    assert len(store) == 0, "not committed yet"
+    await recall.committed([capture])
+    assert await store.lookup("http://a.test/missing") == location(capture)
+    # a claim released without a capture lets the next caller capture it
+    other = await recall.claim("http://a.test/other")
+    assert isinstance(other, Claim)
+    waiting = asyncio.create_task(recall.claim("http://a.test/other"))
+    await asyncio.sleep(0.01)
+    other.release()
+    assert isinstance(await waiting, Claim)
