@@ -56,24 +56,59 @@ Modules: :mod:`.chromium` (the process), :mod:`.cdp` (the protocol client), :mod
 page), :mod:`.behaviors`, :mod:`.pool`, :mod:`.share`, :mod:`.detect`, :mod:`.errors`.
 """
 
-from archiver.browser.behaviors import BEHAVIORS
-from archiver.browser.detect import needs_browser
-from archiver.browser.errors import (
-    BrowserError,
-    BrowserUnavailableError,
-    NavigationError,
-    PageTimeoutError,
-)
-from archiver.browser.exchange import (
-    MAX_FULFILL_BODY,
-    BrowserRequest,
-    BrowserResponse,
-    Refusal,
-    RequestHandler,
-)
-from archiver.browser.page import PageResult
-from archiver.browser.pool import BrowserConfig, BrowserPool, PoolStats
-from archiver.browser.share import SharedRequests
+from __future__ import annotations
+
+import importlib
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from archiver.browser.behaviors import BEHAVIORS
+    from archiver.browser.detect import needs_browser
+    from archiver.browser.errors import (
+        BrowserError,
+        BrowserUnavailableError,
+        NavigationError,
+        PageTimeoutError,
+    )
+    from archiver.browser.exchange import (
+        MAX_FULFILL_BODY,
+        BrowserRequest,
+        BrowserResponse,
+        Refusal,
+        RequestHandler,
+    )
+    from archiver.browser.page import PageResult
+    from archiver.browser.pool import BrowserConfig, BrowserPool, PoolStats
+    from archiver.browser.share import SharedRequests
+
+#: Where each public name lives. The package is imported lazily (PEP 562): a static crawl, and
+#: the settings that only need the behaviour names, do not pay for the protocol client.
+_HOMES = {
+    "BEHAVIORS": "behaviors",
+    "needs_browser": "detect",
+    "BrowserError": "errors",
+    "BrowserUnavailableError": "errors",
+    "NavigationError": "errors",
+    "PageTimeoutError": "errors",
+    "MAX_FULFILL_BODY": "exchange",
+    "BrowserRequest": "exchange",
+    "BrowserResponse": "exchange",
+    "Refusal": "exchange",
+    "RequestHandler": "exchange",
+    "PageResult": "page",
+    "BrowserConfig": "pool",
+    "BrowserPool": "pool",
+    "PoolStats": "pool",
+    "SharedRequests": "share",
+}
+
+
+def __getattr__(name: str) -> Any:
+    home = _HOMES.get(name)
+    if home is None:
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    return getattr(importlib.import_module(f"{__name__}.{home}"), name)
+
 
 __all__ = [
     "BEHAVIORS",

@@ -15,7 +15,8 @@ The steps, all inside the page timeout:
 4. wait for the main frame's ``load`` event, then for the network to go quiet (both bounded), run
    the behaviours, and wait for quiet again;
 5. read the live DOM in an isolated world (page scripts cannot interfere): the document
-   serialised (open shadow roots appended), ``location.href`` and ``document.title``; the links
+   serialised (open shadow roots appended), ``location.href``, ``document.title`` and the
+   body's rendered text; the links
    come from :func:`archiver.extract.links.extract_html` over that serialisation, so exactly
    the element kinds of the static extractor are read, after the scripts ran;
 6. optionally a PNG screenshot of the top of the page; then the tab is closed.
@@ -76,9 +77,13 @@ READ_DOM = """(() => {
   }
   if (shadows.length) html += "<div hidden>" + shadows.join("") + "</div>";
   const truncated = html.length > limit;
+  const text = document.body ? document.body.innerText : "";
   return {url: location.href, title: document.title, truncated: truncated,
+          text: text.slice(0, %d),
           html: "<!DOCTYPE html>" + (truncated ? html.slice(0, limit) : html)};
 })()"""
+#: The most of a page's rendered text kept in its result (``PageResult.text``).
+MAX_TEXT = 64 * 1024
 
 _AUTO_ATTACH = {"autoAttach": True, "waitForDebuggerOnStart": True, "flatten": True}
 #: Time kept at the end of the page timeout for reading the DOM and the screenshot.
@@ -110,6 +115,9 @@ class PageResult:
     final_url: str
     """``location.href`` once loaded: after redirects, script navigation or history changes."""
     title: str | None
+    text: str
+    """The rendered text of the page's body (``innerText``), at most :data:`MAX_TEXT`
+    characters: what a reader sees once the scripts ran."""
     links: Links
     """The live DOM's links, split as the static extractor splits them."""
     screenshot: bytes | None
@@ -273,7 +281,7 @@ async def _load(tab: _Tab, url: str, started: float) -> PageResult:
         until = min(soft_deadline, tab.now() + QUIET_TIMEOUT)
         quiet = await tab.settle(options.network_quiet, until)
     tab.stage = "reading the page"
-    dom = await tab.evaluate(READ_DOM % options.max_dom, until=tab.deadline)
+    dom = await tab.evaluate(READ_DOM % (options.max_dom, MAX_TEXT), until=tab.deadline)
     if not isinstance(dom, dict):
         raise BrowserError(f"{url}: the page's document could not be read")
     screenshot = None
@@ -290,6 +298,7 @@ async def _load(tab: _Tab, url: str, started: float) -> PageResult:
         url=url,
         final_url=final_url,
         title=str(dom.get("title") or "").strip() or None,
+        text=str(dom.get("text") or ""),
         # a BOM: the serialisation is UTF-8 whatever <meta charset> the document declares
         links=extract_html(b"\xef\xbb\xbf" + html.encode("utf-8", "replace"), final_url),
         screenshot=screenshot,

@@ -198,12 +198,31 @@ def render_snapshot(
             (human_bytes(s.get("bytes_written", 0)), "bold"),
         ),
     )
+    browser = s.get("browser")
+    if isinstance(browser, Mapping):
+        grid.add_row("browser", _browser_text(browser))
     grid.add_row("WARC", Text(str(s.get("warc_file") or "-"), overflow="ellipsis"))
     grid.add_row("status", _counts(s.get("by_status_class", {})))
     grid.add_row("failed", _counts(s.get("failures", {})))
     grid.add_row("skipped", _counts(s.get("skips", {})))
     grid.add_row("hosts", _counts(s.get("top_hosts", []), TOP_HOSTS))
     return Group(head, bar, grid)
+
+
+def _browser_text(browser: Mapping[str, Any]) -> Text:
+    """Pages through the browser, the requests they made, how many came from records."""
+    text = Text.assemble(
+        (str(browser.get("pages", 0)), "bold"),
+        " pages  requests ",
+        (str(browser.get("requests", 0)), "bold"),
+        "  from records ",
+        (str(browser.get("from_records", 0)), "bold"),
+    )
+    if browser.get("refused"):
+        text.append(f"  refused {browser['refused']}")
+    if browser.get("failed"):
+        text.append(f"  failed {browser['failed']}", style="red")
+    return text
 
 
 class Display:
@@ -373,6 +392,14 @@ def summary_renderable(result: CrawlResult) -> RenderableType:
     )
     if s.get("retries"):
         totals.add_row("retries", str(s["retries"]), "transient failures tried again")
+    browser = s.get("browser")
+    if isinstance(browser, Mapping):
+        totals.add_row(
+            "browser",
+            str(browser.get("pages", 0)),
+            f"pages; {browser.get('requests', 0)} requests, "
+            f"{browser.get('from_records', 0)} answered from records",
+        )
 
     tables: list[RenderableType] = [
         _table(

@@ -17,6 +17,7 @@ written into an attribute without it, nor into a URL the reader could click.
 
 from __future__ import annotations
 
+import base64
 import html
 import json
 import time
@@ -29,10 +30,14 @@ from typing import Any
 from archiver.errors import ArchiverError
 from archiver.run.stats import human_bytes
 from archiver.version import __version__
+from archiver.warc.reader import read_prefix_at
 
 EXAMPLES_PER_REASON = 10
 HTTP_ERROR_EXAMPLES = 25
 WARNING_EXAMPLES = 20
+MAX_SCREENSHOTS_LISTED = 500
+#: Screenshots shown as pictures (each is read back from its WARC record and inlined).
+SCREENSHOTS_SHOWN = 6
 MAX_BARS = 12
 MAX_COLUMNS = 120
 LABEL_CHARS = 28
@@ -59,6 +64,17 @@ class Example:
     detail: str | None = None
 
 
+@dataclass(frozen=True, slots=True)
+class Screenshot:
+    """A page's screenshot: the page, its resource record's URI and where the record is."""
+
+    url: str
+    uri: str
+    warc: str
+    offset: int
+    length: int
+
+
 @dataclass(slots=True)
 class LogFindings:
     """What the report takes from crawl.log.jsonl (bounded samples)."""
@@ -71,6 +87,7 @@ class LogFindings:
     warning_examples: list[tuple[str, str, str]] = field(default_factory=list)
     runs: int = 0
     lines: int = 0
+    screenshots: list[Screenshot] = field(default_factory=list)
 
 
 def _keep(bucket: dict[str, list[Example]], key: str, example: Example) -> None:
@@ -107,12 +124,26 @@ def scan_log(lines: Iterable[str]) -> LogFindings:
                     found.http_errors.append(Example(url, via, str(status)))
         elif kind == "skip":
             _keep(found.skips, str(event.get("reason") or "unknown"), Example(url, via))
+        elif kind == "browser-page" and event.get("screenshot"):
+            _screenshot(found, url, event)
         if event.get("level") in ("warning", "error", "critical"):
             found.warnings[kind] += 1
             if len(found.warning_examples) < WARNING_EXAMPLES:
                 detail = _text(event.get("error") or event.get("file") or event.get("url"))
                 found.warning_examples.append((str(event.get("level")), kind, detail or ""))
     return found
+
+
+def _screenshot(found: LogFindings, url: str, event: Mapping[str, Any]) -> None:
+    offset, length = event.get("screenshot_offset"), event.get("screenshot_length")
+    if len(found.screenshots) >= MAX_SCREENSHOTS_LISTED:
+        return
+    if isinstance(offset, int) and isinstance(length, int):
+        found.screenshots.append(
+            Screenshot(
+                url, str(event["screenshot"]), str(event.get("screenshot_warc")), offset, length
+            )
+        )
 
 
 def _text(value: Any) -> str | None:
@@ -361,6 +392,9 @@ th { color:var(--dim); font-weight:600; }
 details { margin:6px 0; }
 summary { cursor:pointer; }
 footer { color:var(--dim); text-align:center; font-size:12px; padding:16px; }
+.shots { display:flex; flex-wrap:wrap; gap:12px; margin:12px 0; }
+.shots figure { margin:0; width:240px; }
+.shots img { width:240px; border:1px solid var(--line); }
 """
 
 
@@ -487,6 +521,8 @@ def _details(
         sections.append(
             ("Warnings and errors", f"<p>{counts}</p>" + _table(("level", "event", "detail"), rows))
         )
+    if isinstance(s.get("browser"), dict):
+        sections.append(("Browser", _browser(crawl_dir, s["browser"], log)))
     files = _table(
         ("kind", "file", "size"),
         ((e(k), _url(f), e(z)) for k, f, z in _file_rows(crawl_dir, s)),
@@ -494,6 +530,53 @@ def _details(
     )
     sections.append(("Files written", f'<p>in <span class="url">{e(crawl_dir)}</span></p>' + files))
     return sections
+
+
+def _browser(crawl_dir: Path, browser: Mapping[str, Any], log: LogFindings | None) -> str:
+    """What the browser did, and the screenshots (the first few shown, read from the WARC)."""
+    refused: dict[str, int] = dict(browser.get("refused", {}))
+    why: dict[str, int] = dict(browser.get("why", {}))
+    rows = [
+        ("pages loaded in the browser", browser.get("pages", 0)),
+        ("pages failed in the browser", browser.get("failed", 0)),
+        ("loads tried again", browser.get("retried", 0)),
+        ("requests the pages made", browser.get("requests", 0)),
+        ("answered from records already captured", browser.get("from_records", 0)),
+        ("fetched and recorded", browser.get("fetched", 0)),
+        ("refused", ", ".join(f"{k} {v}" for k, v in refused.items()) or 0),
+        ("screenshots", browser.get("screenshots", 0)),
+        ("why pages went to the browser", ", ".join(f"{k} {v}" for k, v in why.items()) or "-"),
+    ]
+    text = _table(("", ""), ((e(k), e(v)) for k, v in rows))
+    shots = log.screenshots if log is not None else []
+    if not shots:
+        return text
+    pictures = []
+    for shot in shots[:SCREENSHOTS_SHOWN]:
+        png = _read_screenshot(crawl_dir / "warcs" / shot.warc, shot)
+        if png is not None:
+            data = base64.b64encode(png).decode("ascii")
+            pictures.append(
+                f'<figure><img alt="" src="data:image/png;base64,{data}">'
+                f"<figcaption>{_url(shot.url)}</figcaption></figure>"
+            )
+    listing = _table(
+        ("page", "record", "WARC file", "offset"),
+        ((_url(x.url), _url(x.uri), _url(x.warc), e(x.offset)) for x in shots),
+    )
+    return text + f'<div class="shots">{"".join(pictures)}</div>' + listing
+
+
+def _read_screenshot(path: Path, shot: Screenshot) -> bytes | None:
+    """A screenshot's PNG from its resource record; None when it cannot be read as one."""
+    for candidate in (path, path.with_name(path.name + ".open")):
+        try:
+            prefix = read_prefix_at(candidate, shot.offset, shot.length, 16 << 20)
+        except (OSError, ArchiverError):
+            continue
+        if prefix.whole and prefix.block.startswith(b"\x89PNG\r\n\x1a\n"):
+            return prefix.block
+    return None
 
 
 def read_summary(crawl_dir: Path) -> dict[str, Any]:

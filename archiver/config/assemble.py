@@ -98,6 +98,21 @@ async def address_policy(s: Settings, seeds: tuple[str, ...]) -> AddressPolicy:
     return policy
 
 
+def check_browser(s: Settings) -> None:
+    """With ``--browser all|auto``, Chromium must be there: a usage error (one line saying
+    how to install it) before anything is written."""
+    if s.browser == "off":
+        return
+    # imported here: a static crawl does not load the browser stage at all
+    from archiver.browser.chromium import find_chromium  # noqa: PLC0415
+    from archiver.browser.errors import BrowserUnavailableError  # noqa: PLC0415
+
+    try:
+        find_chromium(s.chromium)
+    except BrowserUnavailableError as exc:
+        raise SettingsError("--chromium" if s.chromium else "--browser", str(exc)) from None
+
+
 def cookie_file(s: Settings) -> tuple[CookieLine, ...]:
     """The cookies of ``--cookies FILE`` (expired ones dropped), read before the crawl starts:
     an unreadable or malformed file, or a ``--save-cookies`` path in no directory, is a usage

@@ -21,6 +21,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from archiver.browser.behaviors import BEHAVIORS
 from archiver.errors import SettingsError
 from archiver.fetch.proxy import (
     ProxyURLError,
@@ -252,6 +253,32 @@ def parse_proxy(value: Any, option: str = "") -> str | None:
     except ProxyURLError as exc:
         raise SettingsError(option, str(exc)) from None
     return value.strip()
+
+
+def parse_behaviors(value: Any, option: str = "") -> tuple[str, ...]:
+    """Behaviour names, comma-separated or a list; ``none`` alone runs none."""
+    names = [
+        name.strip().lower()
+        for item in _as_list(value, option)
+        for name in item.split(",")
+        if name.strip()
+    ]
+    unknown = [name for name in names if name not in BEHAVIORS]
+    if not names or unknown:
+        raise SettingsError(
+            option, f"expected behaviours among {', '.join(BEHAVIORS)} (got {value!r})"
+        )
+    if "none" in names and len(names) > 1:
+        raise SettingsError(option, "'none' cannot be combined with other behaviours")
+    return tuple(dict.fromkeys(names))
+
+
+def parse_page_timeout(value: Any, option: str = "") -> float:
+    """A duration above zero: a page always gets some time."""
+    seconds = parse_duration(value, option)
+    if seconds is None:
+        raise _fail(option, "a duration above 0 such as 30s", value)
+    return seconds
 
 
 def parse_direct(value: Any, option: str = "") -> tuple[str, ...]:
@@ -727,6 +754,51 @@ class Settings:
         repeat=True,
     )
 
+    # [browser]
+    browser: str = setting(
+        "off",
+        "browser",
+        "Load pages in headless Chromium so that what scripts build is captured: off (a static "
+        "crawl), all (every HTML page), auto (pages whose static HTML looks built by scripts). "
+        "Every request the browser makes is performed and recorded by the crawler's own "
+        "fetcher.",
+        p_choice("off", "all", "auto"),
+        choices=("off", "all", "auto"),
+    )
+    chromium: str | None = setting(
+        None,
+        "browser",
+        "The Chromium executable (default: chromium, chromium-browser or google-chrome on PATH).",
+        parse_optional_str,
+        metavar="PATH",
+    )
+    browser_tabs: int = setting(
+        4, "browser", "Pages loaded in the browser at once.", p_int(1), metavar="N"
+    )
+    page_timeout: float = setting(
+        30.0,
+        "browser",
+        "The longest a page may take in the browser, behaviours included; the page is read "
+        "as it is then.",
+        parse_page_timeout,
+        metavar="DURATION",
+    )
+    behaviors: tuple[str, ...] = setting(
+        ("autoscroll",),
+        "browser",
+        "What is done to each page once loaded, comma-separated: autoscroll (scroll to the "
+        "end, step by step, so that lazy content loads), none.",
+        parse_behaviors,
+        metavar="NAMES",
+    )
+    screenshots: bool = setting(
+        False,
+        "browser",
+        "Store a PNG screenshot of each page loaded in the browser as a WARC resource record "
+        "(urn:screenshot:URL).",
+        parse_bool,
+    )
+
     # [warc]
     warc_prefix: str | None = setting(
         None,
@@ -875,7 +947,7 @@ class Settings:
         return json.dumps(self.to_json(), sort_keys=True)
 
 
-SECTIONS = ("crawl", "scope", "politeness", "fetch", "warc", "dedup", "output")
+SECTIONS = ("crawl", "scope", "politeness", "fetch", "browser", "warc", "dedup", "output")
 
 
 def setting_fields() -> list[dataclasses.Field[Any]]:

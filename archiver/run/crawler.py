@@ -24,7 +24,7 @@ import traceback
 from collections.abc import Callable
 from typing import IO, Any
 
-from archiver.config.assemble import cookie_file, seed_list
+from archiver.config.assemble import check_browser, cookie_file, seed_list
 from archiver.config.settings import Settings
 from archiver.errors import ArchiverError, FrontierError, OutputError, WriteError
 from archiver.fetch.cookiestxt import CookieLine
@@ -135,6 +135,7 @@ class Crawler:
             "by_status_class": dict(stats.by_status),
             "top_hosts": stats.by_host.most_common(5),
             "stopping": self._stopping,
+            **({"browser": _browser_snapshot(stats)} if stats.browser is not None else {}),
         }
 
     # -- the run ----------------------------------------------------------------------------
@@ -144,6 +145,7 @@ class Crawler:
         self._stop_event = asyncio.Event()
         seeds = seed_list(self.settings)
         self._cookies = cookie_file(self.settings)  # a bad file is a usage error, before output
+        check_browser(self.settings)  # Chromium missing: a usage error, before output
         self.layout.root.mkdir(parents=True, exist_ok=True)
         lock = OutputLock(self.layout.lock_file)
         lock.acquire()
@@ -289,7 +291,7 @@ class Crawler:
                 self._stop(STATUS_INTERRUPTED, str(exc))
                 self.stages.log.error("frontier-error", url=lease.item.url, error=str(exc))
                 return
-            pipeline.committed(captures)
+            await pipeline.committed(captures)
 
     async def _process(
         self, pipeline: Pipeline, lease: Lease, captures: list[WrittenCapture]
@@ -321,6 +323,18 @@ class Crawler:
             return TaskResult(Outcome.FAILED, reason=FailReason.INTERNAL)
         finally:
             self._busy -= 1
+
+
+def _browser_snapshot(stats: CrawlStats) -> dict[str, int]:
+    browser = stats.browser
+    assert browser is not None
+    return {
+        "pages": browser.pages,
+        "requests": browser.requests,
+        "from_records": browser.from_records,
+        "refused": sum(browser.refused.values()),
+        "failed": browser.failed,
+    }
 
 
 def _with_captures(result: TaskResult, captures: list[WrittenCapture]) -> TaskResult:

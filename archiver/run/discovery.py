@@ -10,6 +10,7 @@ is handed to the frontier, so a resumed crawl never loses the children of a done
 from __future__ import annotations
 
 import json
+from datetime import datetime
 
 import orjson
 
@@ -44,14 +45,18 @@ class Discovery:
         self._recent_queued: set[str] = set()
         self._recent_rejected: set[tuple[str, str]] = set()
 
-    async def discover(self, item: CrawlItem, ex: Exchange) -> None:
-        """Queue the redirect target, the sitemap's entries or the links of the response."""
+    async def discover(
+        self, item: CrawlItem, ex: Exchange, *, requisites: bool = True, list_page: bool = True
+    ) -> None:
+        """Queue the redirect target, the sitemap's entries or the links of the response. A
+        page that a browser is about to load has its requisites loaded by the browser and is
+        listed with its DOM's title: then ``requisites`` and ``list_page`` are False."""
         if 300 <= ex.status < 400:
             children = self._redirect(item, ex)
         elif is_sitemap(item):
             children = self._sitemap_entries(item, ex)
         elif 200 <= ex.status < 300 and ex.body is not None:
-            children = self._links(item, ex)
+            children = self._links(item, ex, requisites=requisites, list_page=list_page)
         else:
             children = []
         if children:
@@ -89,24 +94,27 @@ class Discovery:
             )
         return list(listed.items)
 
-    def _links(self, item: CrawlItem, ex: Exchange) -> list[CrawlItem]:
+    def _links(
+        self, item: CrawlItem, ex: Exchange, *, requisites: bool, list_page: bool
+    ) -> list[CrawlItem]:
         """The page's links and requisites not queued or rejected recently; the page listed."""
         found = self._extract(item, ex)
         if found is None:
             return []
-        if ex.content_type in HTML_TYPES and not item.is_requisite:
-            self._record_page(ex, found.title)
+        if list_page and ex.content_type in HTML_TYPES and not item.is_requisite:
+            self.record_page(ex.target_uri, ex.date, found.title)
         queued, rejected = self._recent_queued, self._recent_rejected
         children = [
             item.child(url, Hop.LINK)
             for url in found.pages
             if url not in queued and (url, Hop.LINK) not in rejected
         ]
-        children += [
-            item.child(url, Hop.EMBED)
-            for url in found.requisites
-            if url not in queued and (url, Hop.EMBED) not in rejected
-        ]
+        if requisites:
+            children += [
+                item.child(url, Hop.EMBED)
+                for url in found.requisites
+                if url not in queued and (url, Hop.EMBED) not in rejected
+            ]
         return children
 
     def _extract(self, item: CrawlItem, ex: Exchange) -> links.Links | None:
@@ -129,10 +137,12 @@ class Discovery:
             )
         return found
 
-    def _record_page(self, ex: Exchange, title: str | None) -> None:
+    def record_page(self, url: str, date: datetime, title: str | None) -> None:
+        """List a page in ``pages.jsonl`` (the WACZ's page list): its URL, capture time and
+        title."""
         if self._pages_file is None:
             return
-        entry = {"url": ex.target_uri, "ts": warc_date(ex.date), "title": title}
+        entry = {"url": url, "ts": warc_date(date), "title": title}
         try:
             line = orjson.dumps(entry).decode("utf-8")
         except TypeError:  # a lone surrogate in a title: orjson refuses it, escaped JSON keeps it

@@ -165,6 +165,7 @@ async def finish(
 ) -> tuple[str, str | None]:
     """Stop every stage in reverse order, then write the index, the WACZ and the summary.
     Returns the final status and reason (a failure while finishing can still change them)."""
+    await _close_browser(stages)
     status, reason = await _close_writer(run, stages, status, reason, immediate=immediate)
     await _close_stages(stages)
     save_cookies(run, stages)
@@ -183,6 +184,16 @@ async def finish(
     stages.log.info("crawl-end", status=status, reason=reason, **{k: summary[k] for k in ended})
     stages.crawl_log.close()
     return status, reason
+
+
+async def _close_browser(stages: Stages) -> None:
+    """Chromium stopped, every process of its group gone (the workers are done with it)."""
+    if stages.browser is None:
+        return
+    try:
+        await stages.browser.close()
+    except ArchiverError as exc:
+        stages.log.error("browser-close", error=str(exc))
 
 
 async def _close_writer(

@@ -136,8 +136,8 @@ def fetch_status(event: Mapping[str, Any]) -> int | None:
     kind = event.get("event")
     if kind == "skip":
         return SKIP_STATUS.get(str(event.get("reason")))
-    if kind != "fetch" or event.get("outcome") == "retry":
-        return None
+    if kind != "fetch" or event.get("outcome") in ("retry", "recalled"):
+        return None  # a recalled URL's line was written when a browser's request fetched it
     status = event.get("status")
     if isinstance(status, int) and not isinstance(status, bool):
         return status

@@ -123,6 +123,31 @@ class Outcomes:
         self._stats.failure(reason)
         return TaskResult(Outcome.FAILED, status=ex.status, retry_after=delay, reason=reason)
 
+    def browser_failed(
+        self, item: CrawlItem, ex: Exchange, written: WrittenCapture | None, exc: Exception
+    ) -> TaskResult:
+        """The page was captured but the browser could not load it (crashed, hung, timed out):
+        tried again later, until ``max_tries``, then failed with reason ``browser``."""
+        retry = item.tries + 1 < self._settings.max_tries
+        reason = FailReason.BROWSER.value
+        self._log.warning("browser-error", url=item.url, error=str(exc), retry=retry)
+        self.fetch_log(item, ex, written, outcome="retry" if retry else "failed", reason=reason)
+        if retry:
+            self._stats.retries += 1
+            return TaskResult(
+                Outcome.RETRY,
+                status=ex.status,
+                reason=reason,
+                retry_after=self._retry_delay(item),
+            )
+        self._stats.failure(reason)
+        return TaskResult(Outcome.FAILED, status=ex.status, reason=reason)
+
+    def recalled(self, item: CrawlItem, ex: Exchange) -> TaskResult:
+        """The URL was captured already, by a browser's request: nothing fetched again."""
+        self.fetch_log(item, ex, outcome="recalled")
+        return TaskResult(Outcome.DONE, status=ex.status)
+
     def captured(self, item: CrawlItem, ex: Exchange, written: WrittenCapture) -> TaskResult:
         status = ex.status
         retry_after = parse_retry_after(ex.header("Retry-After"))

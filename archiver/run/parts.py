@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
-from typing import IO, Any, Protocol
+from typing import IO, TYPE_CHECKING, Any, Protocol
 
 from archiver.config.settings import Settings
 from archiver.dedup.digests import DigestIndex
@@ -19,6 +19,9 @@ from archiver.policy.sitemaps import SitemapPolicy
 from archiver.run.stats import CrawlStats
 from archiver.warc.records import RecordFactory
 from archiver.warc.writer import Writer
+
+if TYPE_CHECKING:
+    from archiver.run.browsing import BrowserParts
 
 #: Fetch a URL and archive the exchange as part of the current lease (used for robots.txt).
 ArchiveFetch = Callable[[str], Awaitable[Exchange]]
@@ -57,6 +60,8 @@ class Parts:
     scope: Scope
     sitemaps: SitemapPolicy
     pages_file: IO[str] | None
+    #: the browser, its requests' recall and its mode, in a crawl that uses one
+    browser: BrowserParts | None = None
 
 
 __all__ = ["ArchiveFetch", "Parts", "RobotsChecker", "RunContext"]

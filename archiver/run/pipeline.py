@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import asyncio
 import collections
+from typing import TYPE_CHECKING
 
 from archiver.dedup.revalidation import Revalidation, original_exchange
 from archiver.errors import FetchError
@@ -32,6 +33,10 @@ from archiver.policy.sitemaps import is_sitemap
 from archiver.run.discovery import Discovery
 from archiver.run.outcomes import Outcomes
 from archiver.run.parts import Parts, RunContext
+from archiver.run.recall import Recalled
+
+if TYPE_CHECKING:
+    from archiver.run.browsing import Browsing
 from archiver.run.recording import Recorder
 
 
@@ -44,6 +49,16 @@ class Pipeline:
         self.outcomes = Outcomes(context)
         self.discovery = Discovery(context, parts, self.outcomes)
         self.recorder = Recorder(context, parts)
+        #: the browser stage, in a crawl that uses one
+        self.browsing: Browsing | None = None
+        if parts.browser is not None:
+            # imported here: a static crawl does not load the browser stage at all
+            from archiver.run.browsing import Browsing, SharedParts  # noqa: PLC0415
+
+            shared = SharedParts(
+                self.recorder, self.discovery, self.outcomes, self._robots_allow_item
+            )
+            self.browsing = Browsing(context, parts, parts.browser, shared)
         #: set when a --max-pages / --max-bytes budget is reached: the crawl should stop
         self.limit: str | None = None
         self._pages_reserved = 0
@@ -55,9 +70,11 @@ class Pipeline:
         """Per WARC file: captures written whose lease outcome the frontier has not yet."""
         return self.recorder.uncommitted
 
-    def committed(self, captures: list[WrittenCapture]) -> None:
+    async def committed(self, captures: list[WrittenCapture]) -> None:
         """The lease these captures belong to was handed to the frontier."""
         self.recorder.committed(captures)
+        if self.browsing is not None and captures:
+            await self.browsing.recall.committed(captures)
 
     async def put(self, items: list[CrawlItem]) -> None:
         """Scope-check items (the seeds, sitemaps) and queue the accepted ones."""
@@ -75,6 +92,37 @@ class Pipeline:
         if not await self._robots_allow(lease, captures):
             self._unreserve(counts_as_page)
             return self.outcomes.skipped(item, SkipReason.ROBOTS)
+        browsing = self.browsing
+        if browsing is None:
+            fetched = await self._fetch_and_record(item, captures, counts_as_page)
+        else:
+            # a browser's request may have captured this URL, or be capturing it right now
+            found = await browsing.recall.claim(item.url)
+            if isinstance(found, Recalled):
+                return await self._recalled(item, found.exchange(), captures)
+            try:
+                fetched = await self._fetch_and_record(item, captures, counts_as_page)
+                if not isinstance(fetched, TaskResult):
+                    browsing.recall.captured(item.url, fetched[1])
+            finally:
+                found.release()
+        if isinstance(fetched, TaskResult):
+            return fetched
+        exchange, written, content = fetched
+        why = self.browsing.wants(item, content) if self.browsing is not None else None
+        await self.discovery.discover(item, content, requisites=why is None, list_page=why is None)
+        if self.browsing is not None and why is not None:
+            failed = await self.browsing.load(item, content, written, why, captures)
+            if failed is not None:
+                return failed
+        return self.outcomes.captured(item, exchange, written)
+
+    async def _fetch_and_record(
+        self, item: CrawlItem, captures: list[WrittenCapture], counts_as_page: bool
+    ) -> tuple[Exchange, WrittenCapture, Exchange] | TaskResult:
+        """The fetch (conditional when an earlier crawl has validators), its records written;
+        the exchange, where it went, and what links are read from. A TaskResult when there is
+        nothing more to do (the fetch failed, a bot challenge)."""
         previous = self.parts.previous
         revalidation = await previous.revalidation(item.url) if previous is not None else None
         headers = referer_header(item)
@@ -94,8 +142,21 @@ class Pipeline:
         captures.append(written)
         if 300 <= exchange.status < 400:
             self._unreserve(counts_as_page)  # a redirect hop is not a page
-        await self._discover(item, await self._content(exchange, revalidation))
-        return self.outcomes.captured(item, exchange, written)
+        return exchange, written, await self._content(exchange, revalidation)
+
+    async def _recalled(
+        self, item: CrawlItem, exchange: Exchange, captures: list[WrittenCapture]
+    ) -> TaskResult:
+        """A URL a browser's request captured already (a frame's document, a stylesheet): its
+        record is read back, not fetched again; what it leads to is discovered as usual."""
+        assert self.browsing is not None
+        why = self.browsing.wants(item, exchange)
+        await self.discovery.discover(item, exchange, requisites=why is None, list_page=why is None)
+        if why is not None:
+            failed = await self.browsing.load(item, exchange, None, why, captures)
+            if failed is not None:
+                return failed
+        return self.outcomes.recalled(item, exchange)
 
     def _over_budget(self, counts_as_page: bool) -> str | None:
         """Which ``--max-pages`` / ``--max-bytes`` budget this lease would exceed, if any; a
@@ -115,15 +176,20 @@ class Pipeline:
 
     async def _robots_allow(self, lease: Lease, captures: list[WrittenCapture]) -> bool:
         """robots.txt's verdict, fetching and archiving it inside this lease when needed."""
-        robots = self.parts.robots
-        if robots is None:
-            return True
-        allowed = await robots.allowed(lease.item, lambda url: self._fetch_archived(url, captures))
-        await self._robots_reports()
+        allowed = await self._robots_allow_item(lease.item, captures)
         if allowed and captures:  # robots.txt was fetched in this lease: one more request
             wait = self.parts.frontier.reserve(lease.host)
             if wait > 0:
                 await asyncio.sleep(wait)
+        return allowed
+
+    async def _robots_allow_item(self, item: CrawlItem, captures: list[WrittenCapture]) -> bool:
+        """robots.txt's verdict on ``item``, its fetch archived into ``captures``."""
+        robots = self.parts.robots
+        if robots is None:
+            return True
+        allowed = await robots.allowed(item, lambda url: self._fetch_archived(url, captures))
+        await self._robots_reports()
         return allowed
 
     async def _robots_reports(self) -> None:
@@ -158,10 +224,6 @@ class Pipeline:
         if revalidation is not None and ex.status == 304:
             return await original_exchange(ex, revalidation)
         return ex
-
-    async def _discover(self, item: CrawlItem, ex: Exchange) -> None:
-        """Queue the redirect target or the links of the response."""
-        await self.discovery.discover(item, ex)
 
 
 def referer_header(item: CrawlItem) -> dict[str, str] | None:

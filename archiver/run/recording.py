@@ -73,6 +73,12 @@ class Recorder:
         self._count(ex, revisit)
         return written
 
+    async def write(self, capture: PendingCapture) -> WrittenCapture:
+        """Write a capture the crawl made itself (a screenshot's resource record)."""
+        written = await self._writer.write(capture)
+        self.uncommitted[written.filename] += 1
+        return written
+
     def _dedupable(self, ex: Exchange) -> bool:
         """A whole 200 whose payload is big enough to be worth a revisit (``--dedup-min-size``)."""
         return (

@@ -36,6 +36,34 @@ def status_class(status: int | None) -> str:
 
 
 @dataclass(slots=True)
+class BrowserCounters:
+    """What the browser did in a crawl that uses one (``--browser all|auto``)."""
+
+    pages: int = 0  #: pages loaded in the browser and read
+    failed: int = 0  #: pages given up with reason ``browser`` (after their retries)
+    retried: int = 0  #: loads that failed and were tried again later
+    requests: int = 0  #: requests the pages made (each answered or refused once)
+    from_records: int = 0  #: requests answered from a capture the crawl already held
+    fetched: int = 0  #: requests performed by the fetcher and recorded
+    refused: Counter[str] = field(default_factory=Counter)  #: requests refused, by reason
+    screenshots: int = 0
+    by_reason: Counter[str] = field(default_factory=Counter)  #: why pages went to the browser
+
+    def summary(self) -> dict[str, Any]:
+        return {
+            "pages": self.pages,
+            "failed": self.failed,
+            "retried": self.retried,
+            "requests": self.requests,
+            "from_records": self.from_records,
+            "fetched": self.fetched,
+            "refused": dict(self.refused.most_common()),
+            "screenshots": self.screenshots,
+            "why": dict(self.by_reason.most_common(20)),
+        }
+
+
+@dataclass(slots=True)
 class CrawlStats:
     started: float = field(default_factory=time.time)
     started_monotonic: float = field(default_factory=time.monotonic)
@@ -54,6 +82,8 @@ class CrawlStats:
     skips: Counter[str] = field(default_factory=Counter)
     truncated: Counter[str] = field(default_factory=Counter)
     per_second: Counter[int] = field(default_factory=Counter)
+    #: set when the crawl uses a browser
+    browser: BrowserCounters | None = None
     _largest: list[tuple[int, str, str]] = field(default_factory=list)
 
     def _bump(self, table: Counter[str], key: str) -> None:
@@ -134,4 +164,5 @@ class CrawlStats:
             "captures_over_time": [
                 [second, count] for second, count in sorted(self.per_second.items())
             ],
+            **({"browser": self.browser.summary()} if self.browser is not None else {}),
         }

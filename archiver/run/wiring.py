@@ -25,7 +25,7 @@ import os
 import socket
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import IO, Any
+from typing import IO, TYPE_CHECKING, Any
 
 from archiver.config.assemble import (
     address_policy,
@@ -36,6 +36,7 @@ from archiver.config.assemble import (
     warcinfo_fields,
 )
 from archiver.config.settings import Settings
+from archiver.dedup.captured import CapturedUrls, MemoryCapturedUrls
 from archiver.dedup.digests import DigestIndex, LayeredDigestIndex, MemoryDigestIndex
 from archiver.dedup.previous import PreviousCrawls, open_previous
 from archiver.fetch.cookies import CookieStore, FileCookieStore
@@ -56,6 +57,10 @@ from archiver.run.resume import repair_open_warcs
 from archiver.run.stats import CrawlStats
 from archiver.timefmt import Clock, utcnow
 from archiver.version import __version__
+
+if TYPE_CHECKING:
+    from archiver.browser.pool import BrowserPool
+    from archiver.run.browsing import BrowserParts
 from archiver.warc.naming import safe_name_part
 from archiver.warc.records import RecordFactory
 from archiver.warc.writer import WriteFn, Writer, WriterConfig
@@ -88,6 +93,8 @@ class Stages:
     #: whether this process is the last of a shared crawl to leave (asked once it closed the
     #: frontier): the last one merges the index and packages the crawl
     is_last: Callable[[], bool] = lambda: True
+    #: the URLs the crawl captured, where the backend keeps them (None: in memory)
+    captured: CapturedUrls | None = None
     robots_cache: RobotsCache | None = None  #: robots.txt shared by the processes of a crawl
     #: the cookie jar shared by the processes of a crawl (None: this run's state file)
     cookie_store: CookieStore | None = None
@@ -97,6 +104,7 @@ class Stages:
     fetcher: Fetcher | None = None
     writer: Writer | None = None
     pages_file: IO[str] | None = None
+    browser: BrowserPool | None = None
     pipeline: Pipeline | None = None
 
 
@@ -206,7 +214,12 @@ async def assemble(run: Run, stages: Stages, options: Options) -> None:
     )
     writer.start()
     cut_torn_line(layout.pages)  # a killed run's half line (see output.cut_torn_line)
-    pages_file = stages.pages_file = open(layout.pages, "a", encoding="utf-8")  # noqa: SIM115, ASYNC230
+    # line-buffered: a page is listed (written through) before its lease is committed, so a
+    # kill -9 never loses the entry of a page the frontier counts as done
+    pages_file = stages.pages_file = open(  # noqa: SIM115, ASYNC230
+        layout.pages, "a", encoding="utf-8", buffering=1
+    )
+    browser = await open_browser(run, stages)
     parts = Parts(
         frontier=frontier,
         robots=robots,
@@ -218,6 +231,7 @@ async def assemble(run: Run, stages: Stages, options: Options) -> None:
         scope=scope,
         sitemaps=sitemaps,
         pages_file=pages_file,
+        browser=browser,
     )
     stages.pipeline = options.pipeline_class(RunContext(s, run.stats, log), parts)
 
@@ -236,10 +250,42 @@ async def open_frontier(run: Run, stages: Stages, injected: Backend | None) -> R
     if backend.digests is not None:
         # survives a resume (SQLite), or shared by every process of the crawl (Redis)
         stages.dedup = backend.digests
+    stages.captured = backend.captured
     stages.robots_cache = backend.robots_cache
     stages.cookie_store = backend.cookies
     stages.is_last = lambda: backend.is_last
     return info
+
+
+async def open_browser(run: Run, stages: Stages) -> BrowserParts | None:
+    """The browser stage (``--browser all|auto``): its pool of tabs, started (what an earlier
+    run's Chromium left in the state directory is reaped now; Chromium itself starts with the
+    first page), and the recall of what the crawl captured."""
+    s = run.settings
+    if s.browser == "off":
+        return None
+    # imported here: a static crawl does not load the browser stage at all
+    from archiver.browser.exchange import MAX_FULFILL_BODY  # noqa: PLC0415
+    from archiver.browser.pool import BrowserConfig, BrowserPool  # noqa: PLC0415
+    from archiver.run.browsing import BrowserParts  # noqa: PLC0415
+    from archiver.run.recall import Recall  # noqa: PLC0415
+
+    pool = stages.browser = BrowserPool(
+        BrowserConfig(
+            state_dir=run.layout.state / "browser",
+            chromium=s.chromium,
+            tabs=s.browser_tabs,
+            page_timeout=s.page_timeout,
+            behaviors=s.behaviors,
+            screenshots=s.screenshots,
+            user_agent=s.user_agent,
+        )
+    )
+    await pool.start()
+    recall = Recall(
+        stages.captured or MemoryCapturedUrls(), run.layout.warcs, max_body=MAX_FULFILL_BODY
+    )
+    return BrowserParts(pool, recall, s.browser, MAX_FULFILL_BODY)
 
 
 def writer_config(run: Run) -> WriterConfig:

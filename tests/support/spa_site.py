@@ -23,7 +23,10 @@ query, and body. What it serves:
 - ``/jump.html``: a page whose script replaces it with ``/item/2``;
 - ``/socket.html``: a page that opens a WebSocket to ``/socket`` (a working endpoint that sends
   ``hello``) and shows the outcome in its title;
-- ``/visible.html``: a page whose title says whether it is visible and gets animation frames.
+- ``/visible.html``: a page whose title says whether it is visible and gets animation frames;
+- ``/hang.html``: a page whose script never ends (its renderer hangs), linking ``/item/1``;
+- ``/guard.html?other=ORIGIN``: a page that fetches ``ORIGIN/api/secret`` and shows the outcome
+  in its title (``/api/secret`` answers ``the secret``).
 
 ``app.js``, ``item.js`` and ``/api/items.json`` are sent gzip-encoded whatever the request
 accepts. Static link extraction finds no item page in any of this HTML: only the scripts do.
@@ -33,6 +36,7 @@ from __future__ import annotations
 
 import gzip
 import json
+from collections.abc import Callable
 from dataclasses import dataclass, field
 
 from aiohttp import web
@@ -224,12 +228,33 @@ class Logged:
     body: bytes
 
 
+HANG_PAGE = """<!DOCTYPE html>
+<html><head><title>hang</title></head><body><p>This page never lets its renderer go.</p>
+<a href="/item/1">an item</a><script>for (;;) {}</script></body></html>
+"""
+
+GUARD_PAGE = """<!DOCTYPE html>
+<html><head><title>guard</title></head><body><script>
+const other = new URLSearchParams(location.search).get("other");
+fetch(other + "/api/secret").then(() => "answered", () => "failed").then((outcome) => {
+  document.title = "secret " + outcome;
+});
+</script></body></html>
+"""
+
+
 @dataclass
 class SpaSite:
-    """The client-rendered site; use ``async with SpaSite() as site``."""
+    """The client-rendered site; use ``async with SpaSite() as site``.
+
+    ``robots`` is served as /robots.txt when set (404 otherwise); ``on_request`` is called with
+    every request as it arrives, before it is answered (tests kill things at a given request).
+    """
 
     log: list[Logged] = field(default_factory=list)
     port: int = 0
+    robots: str | None = None
+    on_request: Callable[[Logged], None] | None = None
     _runner: web.AppRunner | None = None
 
     def url(self, path: str = "/") -> str:
@@ -256,7 +281,10 @@ class SpaSite:
 
     async def _dispatch(self, request: web.Request) -> web.StreamResponse:
         body = await request.read()
-        self.log.append(Logged(request.method, request.path_qs, body))
+        hit = Logged(request.method, request.path_qs, body)
+        self.log.append(hit)
+        if self.on_request is not None:
+            self.on_request(hit)
         if request.path == "/socket":
             socket = web.WebSocketResponse()
             await socket.prepare(request)
@@ -307,6 +335,14 @@ class SpaSite:
         return self._more(request, path)
 
     def _more(self, request: web.Request, path: str) -> web.StreamResponse:
+        if path == "/robots.txt" and self.robots is not None:
+            return _text(self.robots, "text/plain")
+        if path == "/hang.html":
+            return _text(HANG_PAGE, "text/html")
+        if path == "/guard.html":
+            return _text(GUARD_PAGE, "text/html")
+        if path == "/api/secret":
+            return _text("the secret", "text/plain")
         if path == "/frames.html":
             return _text(FRAMES_PAGE.replace("PORT", str(self.port)), "text/html")
         if path == "/frame.html":

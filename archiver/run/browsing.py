@@ -1,0 +1,416 @@
+"""The browser in a crawl run: which pages it loads, how its requests are answered, what follows.
+
+A page goes to the browser after its static capture (the pipeline fetched and recorded it as
+any page): with ``--browser all`` every HTML page (2xx, not a page requisite), with ``auto`` a
+page whose static HTML looks built by scripts (:func:`archiver.browser.needs_browser` gives the
+reason, which is logged). The browser then asks for the page, and for everything the page
+loads; :class:`PageRequests` answers each request, with the rules of a static capture:
+
+1. scope (a request is a requisite of the page; a navigation of the page's own frame elsewhere
+   is a link) and robots.txt, as for any URL the crawl reaches; a refusal fails the request in
+   the page and is logged with its reason;
+2. a GET the crawl captured already (this page's document included) is answered from its record
+   (:mod:`archiver.run.recall`), and one being captured by another tab or worker is waited for;
+3. anything else is performed by the crawl's fetcher (the browser's method, header fields and
+   body; the crawl's cookie jar and ``Accept-Encoding``; the SSRF guard; a booking with the
+   host's politeness gate) and recorded byte for byte by the single writer, like any capture,
+   into the lease of the page (so a resume knows about it); the browser is answered with the
+   payload just received.
+
+Once the page settled and its behaviours ran, the live DOM's links go to discovery (requisites
+the browser already loaded are not queued again), the page is listed in ``pages.jsonl`` with
+its DOM title, and ``--screenshots`` stores a ``resource`` record. A browser that crashes or
+hangs costs the page one try: the lease is tried again later (the document is then recalled,
+not fetched again) and, after ``--max-tries``, fails with reason ``browser``; its static capture
+stays, and so do its static links.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import re
+from collections.abc import Awaitable, Callable, Iterator
+from dataclasses import dataclass, field
+
+from archiver import urls
+from archiver.browser.detect import needs_browser
+from archiver.browser.errors import BrowserError, BrowserUnavailableError, NavigationError
+from archiver.browser.exchange import BrowserRequest, BrowserResponse, Refusal
+from archiver.browser.page import PageResult
+from archiver.browser.pool import BrowserPool
+from archiver.dedup.captured import response_parts
+from archiver.errors import BlockedAddressError, FetchError
+from archiver.extract.decoding import ContentDecodingError, decode_content
+from archiver.extract.links import HTML_TYPES, MAX_DECODED
+from archiver.models import CrawlItem, Exchange, Hop, TaskResult, WrittenCapture
+from archiver.policy.sitemaps import is_sitemap
+from archiver.run.discovery import Discovery
+from archiver.run.outcomes import Outcomes
+from archiver.run.parts import Parts, RunContext
+from archiver.run.recall import RECALLED_METHODS, Claim, Recall, Recalled
+from archiver.run.recording import Recorder
+from archiver.run.stats import BrowserCounters
+
+#: The reason logged for a page loaded because every page is (``--browser all``).
+ALL_PAGES = "--browser all"
+#: What a screenshot's resource record is named after (Browsertrix Crawler's convention).
+SCREENSHOT_PREFIX = "urn:screenshot:"
+#: Request header fields the fetcher sets itself, or that describe the browser's connection.
+_OWN_FIELDS = frozenset(
+    {
+        "cookie",  # the crawl's jar adds the one Cookie field (archiver.fetch.cookies)
+        "host",
+        "content-length",
+        "connection",
+        "keep-alive",
+        "transfer-encoding",
+        "te",
+        "trailer",
+        "upgrade",
+        "proxy-connection",
+    }
+)
+_STATUS_LINE = re.compile(rb"HTTP/\d\.\d[ \t]+\d{3}[ \t]?([^\r\n]*)")
+#: Responses larger than this are read from the spool in a thread, not in the event loop.
+IN_LOOP_BODY = 1024 * 1024
+
+RobotsCheck = Callable[[CrawlItem, list[WrittenCapture]], Awaitable[bool]]
+
+
+@dataclass(frozen=True, slots=True)
+class BrowserParts:
+    """What the browser stage is made of, built by :mod:`archiver.run.wiring`."""
+
+    pool: BrowserPool
+    recall: Recall
+    mode: str  #: ``all`` or ``auto``
+    max_body: int
+
+
+@dataclass(frozen=True, slots=True)
+class SharedParts:
+    """What the browser stage shares with the pipeline of its run."""
+
+    recorder: Recorder
+    discovery: Discovery
+    outcomes: Outcomes
+    robots_allow: RobotsCheck
+
+
+class Browsing:
+    """Loads the pages that need a browser, for the pipeline of one run."""
+
+    def __init__(
+        self, context: RunContext, parts: Parts, browser: BrowserParts, shared: SharedParts
+    ) -> None:
+        self.context = context
+        self.parts = parts
+        self.browser = browser
+        self.recorder = shared.recorder
+        self.discovery = shared.discovery
+        self.outcomes = shared.outcomes
+        self.robots_allow = shared.robots_allow
+        if context.stats.browser is None:
+            context.stats.browser = BrowserCounters()
+        self.counters: BrowserCounters = context.stats.browser
+
+    @property
+    def recall(self) -> Recall:
+        return self.browser.recall
+
+    def wants(self, item: CrawlItem, ex: Exchange) -> str | None:
+        """Why this response's page is to be loaded in the browser, or None."""
+        if item.is_requisite or is_sitemap(item) or not 200 <= ex.status < 300:
+            return None
+        if ex.content_type not in HTML_TYPES or ex.body is None:
+            return None
+        if self.browser.mode == "all":
+            return ALL_PAGES
+        try:
+            html = decode_content(ex.body, ex.header("Content-Encoding"), limit=MAX_DECODED)
+        except ContentDecodingError:
+            return None
+        return needs_browser(html, ex.content_type)
+
+    async def load(
+        self,
+        item: CrawlItem,
+        ex: Exchange,
+        written: WrittenCapture | None,
+        why: str,
+        captures: list[WrittenCapture],
+    ) -> TaskResult | None:
+        """Load the page in the browser and queue what its live DOM links to. None when the
+        lease's outcome is the static capture's; a retry or failure when the browser failed."""
+        requests = PageRequests(self, item, captures)
+        try:
+            result = await self.browser.pool.load(item.url, requests)
+        except (BrowserError, BrowserUnavailableError) as exc:
+            await requests.drain()
+            return await self._failed(item, ex, written, exc)
+        except NavigationError as exc:
+            await requests.drain()
+            self.context.log.warning("browser-navigation", url=item.url, error=str(exc))
+            await self.static_links(item, ex, list_page=True)
+            return None
+        except BaseException:
+            await requests.drain()
+            raise
+        await requests.drain()
+        self.counters.pages += 1
+        self.counters.by_reason[why_kind(why)] += 1
+        screenshot = await self._screenshot(item, result, captures)
+        self.discovery.record_page(ex.target_uri, ex.date, result.title)
+        await self._discover(item, result, requests)
+        self._log(item, why, result, requests, screenshot)
+        return None
+
+    async def static_links(self, item: CrawlItem, ex: Exchange, *, list_page: bool) -> None:
+        """What the static HTML leads to, for a page the browser did not read."""
+        await self.discovery.discover(item, ex, requisites=True, list_page=list_page)
+
+    async def _failed(
+        self, item: CrawlItem, ex: Exchange, written: WrittenCapture | None, exc: Exception
+    ) -> TaskResult:
+        result = self.outcomes.browser_failed(item, ex, written, exc)
+        if result.outcome.value == "retry":
+            self.counters.retried += 1
+        else:
+            self.counters.failed += 1
+            # the page stays archived as it was served: what its HTML names is captured too
+            await self.static_links(item, ex, list_page=True)
+        return result
+
+    async def _screenshot(
+        self, item: CrawlItem, result: PageResult, captures: list[WrittenCapture]
+    ) -> WrittenCapture | None:
+        if result.screenshot is None:
+            return None
+        capture = self.parts.factory.resource(
+            SCREENSHOT_PREFIX + item.url, "image/png", result.screenshot
+        )
+        written = await self.recorder.write(capture)
+        captures.append(written)
+        self.counters.screenshots += 1
+        return written
+
+    async def _discover(self, item: CrawlItem, result: PageResult, requests: PageRequests) -> None:
+        """The live DOM's links; requisites the browser loaded are captured already."""
+        children = [item.child(url, Hop.LINK) for url in result.links.pages]
+        children += [
+            item.child(url, Hop.EMBED)
+            for url in result.links.requisites
+            if url not in requests.answered
+        ]
+        final = _normal(result.final_url)
+        if final is not None and final != item.url:
+            children.append(item.child(final, Hop.LINK))  # a script moved the page
+        if children:
+            await self.discovery.put(children)
+
+    def _log(
+        self,
+        item: CrawlItem,
+        why: str,
+        result: PageResult,
+        requests: PageRequests,
+        screenshot: WrittenCapture | None,
+    ) -> None:
+        event: dict[str, object] = {
+            "url": item.url,
+            "why": why,
+            "final_url": result.final_url,
+            "title": result.title,
+            "requests": result.requests,
+            "from_records": requests.recalled,
+            "fetched": requests.fetched,
+            "refused": requests.refused,
+            "links": len(result.links.pages),
+            "load_event": result.load_event,
+            "network_quiet": result.network_quiet,
+            "duration": round(result.duration, 3),
+        }
+        if result.undelivered:
+            event["undelivered"] = [list(pair) for pair in result.undelivered[:10]]
+        if screenshot is not None and screenshot.primary is not None:
+            record = screenshot.primary
+            event["screenshot"] = record.target_uri
+            event["screenshot_warc"] = record.filename
+            event["screenshot_offset"] = record.offset
+            event["screenshot_length"] = record.length
+        self.context.log.info("browser-page", **event)
+
+
+@dataclass
+class PageRequests:
+    """Answers the requests of one page loaded in the browser (a
+    :class:`~archiver.browser.exchange.RequestHandler`; see the module docstring)."""
+
+    stage: Browsing
+    page: CrawlItem
+    captures: list[WrittenCapture]
+    #: URLs answered, fetched or from records: the DOM's requisites among them are not queued
+    answered: set[str] = field(default_factory=set)
+    recalled: int = 0
+    fetched: int = 0
+    refused: int = 0
+    _tasks: set[asyncio.Task[BrowserResponse | Refusal]] = field(default_factory=set)
+    #: tasks that must not be cancelled now: they are writing a capture
+    _recording: set[asyncio.Task[object]] = field(default_factory=set)
+
+    async def __call__(self, request: BrowserRequest) -> BrowserResponse | Refusal:
+        """Answer in a task of its own: the interception cancels its callers when the page is
+        done, but a capture once begun (robots.txt's, or the request's own recording) must
+        finish, so that the lease commits what was written; :meth:`drain` waits for those."""
+        task = asyncio.create_task(self._answer(request))
+        self._tasks.add(task)
+        task.add_done_callback(self._tasks.discard)
+        return await asyncio.shield(task)
+
+    async def _answer(self, request: BrowserRequest) -> BrowserResponse | Refusal:
+        self.stage.counters.requests += 1
+        url = _normal(request.url)
+        if url is None:
+            return self._refuse(request.url, "invalid-url")
+        if url != self.page.url:
+            item = self.page.child(url, _hop(request))
+            reason = self.stage.parts.scope.check(item)
+            if reason is not None:
+                return self._refuse(url, reason.value)
+            with self._unstoppable():  # robots.txt may be fetched and recorded here
+                allowed = await self.stage.robots_allow(item, self.captures)
+            if not allowed:
+                return self._refuse(url, "robots")
+        if request.method not in RECALLED_METHODS:
+            return await self._fetch_and_record(request, url, None)
+        found = await self.stage.recall.claim(url)
+        if isinstance(found, Recalled):
+            return self._recalled(url, found)
+        try:
+            return await self._fetch_and_record(request, url, found)
+        finally:
+            found.release()
+
+    @contextlib.contextmanager
+    def _unstoppable(self) -> Iterator[None]:
+        """While inside, :meth:`drain` lets the current task finish instead of cancelling it."""
+        task = asyncio.current_task()
+        assert task is not None
+        self._recording.add(task)
+        try:
+            yield
+        finally:
+            self._recording.discard(task)
+
+    def _refuse(self, url: str, reason: str) -> Refusal:
+        self.refused += 1
+        self.stage.counters.refused[reason] += 1
+        self.stage.context.log.info("browser-refused", url=url, page=self.page.url, reason=reason)
+        return Refusal(reason)
+
+    def _recalled(self, url: str, found: Recalled) -> BrowserResponse | Refusal:
+        stored = found.response
+        if stored.payload is None:
+            return self._refuse(url, "too-large-for-the-browser")
+        self.answered.add(url)
+        self.recalled += 1
+        self.stage.counters.from_records += 1
+        return BrowserResponse(stored.status, stored.headers, stored.payload, stored.reason)
+
+    async def _fetch_and_record(
+        self, request: BrowserRequest, url: str, claim: Claim | None
+    ) -> BrowserResponse | Refusal:
+        if not request.body_complete:
+            return self._refuse(url, "request-body-unavailable")
+        stage = self.stage
+        wait = stage.parts.frontier.reserve(urls.host_port(url))
+        if wait > 0:
+            await asyncio.sleep(wait)
+        try:
+            ex = await stage.parts.fetcher.fetch(
+                url, _fetch_headers(request), method=request.method, body=request.body
+            )
+        except BlockedAddressError:
+            return self._refuse(url, "blocked-address")
+        except FetchError as exc:
+            return self._refuse(url, exc.reason.value)
+        with self._unstoppable():
+            answer = await _browser_answer(ex, stage.browser.max_body)
+            written = await stage.recorder.record(ex)
+            self.captures.append(written)
+            if claim is not None:
+                stage.recall.captured(url, written)
+        stage.outcomes.fetch_log(
+            self.page.child(url, _hop(request)), ex, written, outcome="captured", browser=True
+        )
+        self.answered.add(url)
+        self.fetched += 1
+        stage.counters.fetched += 1
+        return answer if answer is not None else self._refuse(url, "too-large-for-the-browser")
+
+    async def drain(self) -> None:
+        """The page is done: requests not answered yet are cancelled (nothing of them was
+        written), recordings begun are finished."""
+        while self._tasks:
+            for task in list(self._tasks):
+                if task not in self._recording:
+                    task.cancel()
+            with contextlib.suppress(Exception, asyncio.CancelledError):
+                await asyncio.gather(*self._tasks, return_exceptions=True)
+
+
+def why_kind(why: str) -> str:
+    """The rule behind a reason to load a page in the browser, for counting (the reason itself
+    names the element or the sizes measured)."""
+    if why == ALL_PAGES:
+        return "all"
+    if why.startswith("empty application root"):
+        return "empty application root"
+    if why.endswith("script(s)"):
+        return "little text beside scripts"
+    return why
+
+
+def _hop(request: BrowserRequest) -> Hop:
+    """A navigation of the page's own frame is a link; everything else the page loads (frames
+    included, as the static extractor counts them) is a requisite."""
+    return Hop.LINK if request.is_main_frame else Hop.EMBED
+
+
+def _normal(url: str) -> str | None:
+    try:
+        return urls.normalize_url(url)
+    except urls.InvalidURLError:
+        return None
+
+
+def _fetch_headers(request: BrowserRequest) -> dict[str, str]:
+    """The browser's request header fields, without those the fetcher sets itself."""
+    return {name: value for name, value in request.headers if name.lower() not in _OWN_FIELDS}
+
+
+async def _browser_answer(ex: Exchange, max_body: int) -> BrowserResponse | None:
+    """What the browser is given for a response just received: status, fields as received,
+    the payload with the transfer coding removed. None when the payload is over ``max_body``.
+    Read before the exchange is recorded (the writer releases its spool)."""
+    body = ex.body
+    if body is None or len(body) != ex.payload_length:
+        if ex.payload_length > max_body or ex.response_length > 2 * max_body:
+            return None
+        raw = await asyncio.to_thread(_raw, ex)
+        parts = response_parts(raw)
+        if parts is None:
+            return None
+        body = parts[3]
+    match = _STATUS_LINE.match(ex.response.head(512))
+    reason = match.group(1).decode("latin-1").strip() if match else ""
+    return BrowserResponse(ex.status, ex.headers, body, reason)
+
+
+def _raw(ex: Exchange) -> bytes:
+    with ex.response.open() as reader:
+        return reader.read()
+
+
+__all__ = ["SCREENSHOT_PREFIX", "BrowserParts", "Browsing", "PageRequests", "SharedParts"]
