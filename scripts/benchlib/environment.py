@@ -26,6 +26,9 @@ APT = {
     "wget": lambda: shutil.which("wget") is not None,
     "python3-doc": lambda: docs_root() is not None,
     "redis-server": lambda: shutil.which("redis-server") is not None,
+    "chromium": lambda: (
+        shutil.which("chromium") is not None or shutil.which("chromium-browser") is not None
+    ),
 }
 #: import name -> pip requirement (pins as in pyproject.toml)
 PIP = {
