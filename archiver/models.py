@@ -35,6 +35,9 @@ class CrawlItem:
     ``hops`` is the discovery path from the seed (``""`` for a seed, ``"LLE"`` for an image on a
     page two links away); ``depth`` counts link hops only, so requisites and redirects inherit the
     depth of the page that led to them. ``tries`` counts earlier attempts of this URL.
+    ``extra`` counts the pages outside the scope on the path since the last page inside it
+    (``--extra-hops``): 0 for an item in scope; a child inherits it, and the scope raises it for
+    a child outside, or resets it for one inside.
     """
 
     url: str
@@ -43,6 +46,7 @@ class CrawlItem:
     hops: str = ""
     via: str | None = None
     tries: int = 0
+    extra: int = 0
 
     @property
     def is_seed(self) -> bool:
@@ -67,9 +71,10 @@ class CrawlItem:
                 depth=self.depth,
                 hops=self.hops + hop,
                 via=self.url,
+                extra=self.extra,
             )
         depth = self.depth + 1 if hop is Hop.LINK else self.depth
-        return CrawlItem(url=url, depth=depth, hops=self.hops + hop, via=self.url)
+        return CrawlItem(url=url, depth=depth, hops=self.hops + hop, via=self.url, extra=self.extra)
 
     def retry(self) -> CrawlItem:
         return CrawlItem(
@@ -79,6 +84,7 @@ class CrawlItem:
             hops=self.hops,
             via=self.via,
             tries=self.tries + 1,
+            extra=self.extra,
         )
 
 
@@ -102,6 +108,7 @@ class SkipReason(enum.StrEnum):
     TRAP = "trap"
     BLOCKED_ADDRESS = "blocked-address"
     EXCLUDED = "excluded"
+    IGNORED = "ignored"  #: matched a line of the crawl directory's ``ignores`` file
     BUDGET = "budget"
     HOST_BUDGET = "host-budget"
     REDIRECT_LIMIT = "redirect-limit"

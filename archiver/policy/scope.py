@@ -20,7 +20,11 @@ Order of decisions (the first that applies wins), each skip with a :class:`SkipR
    ``page_requisites`` is on (up to three embeds deep: a stylesheet's fonts and images);
 6. otherwise the mode decides: ``page`` (the seeds only), ``prefix`` (under a seed's directory),
    ``host`` (a seed's host or its ``www.`` twin), ``domain`` (a seed's domain and subdomains),
-   ``any``;
+   ``any``; a page outside is still crawled within ``extra_hops`` link hops of a page inside
+   (Browsertrix's ``--extraHops``: the pages a site links to, not the sites they link to),
+   counted on the item (:attr:`~archiver.models.CrawlItem.extra`, kept by every frontier, so
+   a resumed crawl counts on); a redirect keeps its source's count (the same page, moved),
+   except from a page inside, where it is the first hop outside;
 7. a page deeper than ``max_depth`` link hops -> ``depth``; a host over its URL budget ->
    ``host-budget``.
 
@@ -29,6 +33,7 @@ Every trap that trips is remembered with the pattern that tripped it, for the su
 
 from __future__ import annotations
 
+import dataclasses
 import re
 from collections import Counter
 from collections.abc import Iterable
@@ -56,6 +61,10 @@ class ScopeRules:
     max_query_key_repeats: int = 3
     max_pattern_depth: int | None = 100
     max_urls_per_host: int | None = None
+    #: pages outside the scope crawled within this many link hops of a page inside
+    extra_hops: int = 0
+    #: sitemaps the operator named (``--sitemap``): in scope wherever they are
+    sitemaps: tuple[str, ...] = ()
 
 
 @dataclass(slots=True)
@@ -99,7 +108,7 @@ class Scope:
 
     def __init__(self, rules: ScopeRules) -> None:
         self.rules = rules
-        self._seeds = set(rules.seeds)
+        self._seeds = set(rules.seeds) | set(rules.sitemaps)
         self._hosts: set[str] = set()
         self._domains: set[str] = set()
         self._prefixes: list[str] = []
@@ -123,17 +132,47 @@ class Scope:
 
     def check(self, item: CrawlItem) -> SkipReason | None:
         """None when ``item`` should be queued, else why not."""
+        return self.admit(item)[0]
+
+    def admit(self, item: CrawlItem) -> tuple[SkipReason | None, CrawlItem]:
+        """None and the item to queue (its :attr:`~archiver.models.CrawlItem.extra` count set
+        by where it is), or why not and the item as given."""
         url = item.url
         rules = self.rules
         if len(url) > rules.max_url_length:
-            return SkipReason.URL_TOO_LONG
+            return SkipReason.URL_TOO_LONG, item
         if self._exclude is not None and self._exclude.search(url):
-            return SkipReason.EXCLUDED
+            return SkipReason.EXCLUDED, item
         trap = self._trap(item)
         if trap is not None:
-            return SkipReason.TRAP
-        if not self._in_scope(item):
-            return SkipReason.SCOPE
+            return SkipReason.TRAP, item
+        if self._in_scope(item):
+            if item.extra:
+                item = dataclasses.replace(item, extra=0)
+        else:
+            extra = self._extra_hop(item)
+            if extra is None:
+                return SkipReason.SCOPE, item
+            item = dataclasses.replace(item, extra=extra)
+        return self._limits(item), item
+
+    def _extra_hop(self, item: CrawlItem) -> int | None:
+        """The item's count of pages outside the scope if ``extra_hops`` lets it in, else None
+        (only pages and redirects: sitemaps are not pages, requisites are in scope already)."""
+        limit = self.rules.extra_hops
+        if not limit or not item.hops:
+            return None
+        last = item.hops[-1]
+        if last == Hop.REDIRECT and item.extra:
+            return item.extra  # an outside page that moved: still the same hop
+        if last not in (Hop.LINK, Hop.REDIRECT) or item.extra >= limit:
+            return None
+        return item.extra + 1
+
+    def _limits(self, item: CrawlItem) -> SkipReason | None:
+        """Depth and the per-host budget, for an item in scope."""
+        rules = self.rules
+        url = item.url
         if (
             rules.max_depth is not None
             and item.depth > rules.max_depth
@@ -146,6 +185,11 @@ class Scope:
             if self._counters.hosts[host] >= rules.max_urls_per_host:
                 return SkipReason.HOST_BUDGET
         return None
+
+    def exclusions(self) -> tuple[str, ...]:
+        """The exclusion patterns (``--exclude``, ``--exclude-file``): what a worker checks
+        again when it leases a URL queued before they were given (a resumed crawl)."""
+        return self.rules.exclude
 
     def accepted(self, item: CrawlItem) -> None:
         """Count a URL that was actually queued (new to the frontier) against budgets."""

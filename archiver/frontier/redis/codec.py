@@ -36,11 +36,13 @@ def url_key(url: str) -> bytes:
 
 
 def item_json(item: CrawlItem) -> bytes:
-    body = json.dumps(
-        [item.url, item.redirects_left, item.depth, item.hops, item.via, item.tries],
-        separators=(",", ":"),
-        ensure_ascii=False,
-    )
+    """``[url, redirects_left, depth, hops, via, tries]``, and ``extra`` after them only when it
+    is not 0 (``--extra-hops``): items written before it existed read back unchanged."""
+    fields: list[object] = [item.url, item.redirects_left, item.depth, item.hops, item.via]
+    fields.append(item.tries)
+    if item.extra:
+        fields.append(item.extra)
+    body = json.dumps(fields, separators=(",", ":"), ensure_ascii=False)
     return body.encode("utf-8")
 
 
@@ -50,9 +52,15 @@ def encode_item(item: CrawlItem, key: bytes | None = None) -> bytes:
 
 
 def decode_item(data: bytes) -> CrawlItem:
-    url, redirects_left, depth, hops, via, tries = json.loads(data[URL_KEY_BYTES:])
+    url, redirects_left, depth, hops, via, tries, *extra = json.loads(data[URL_KEY_BYTES:])
     return CrawlItem(
-        url=url, redirects_left=redirects_left, depth=depth, hops=hops, via=via, tries=tries
+        url=url,
+        redirects_left=redirects_left,
+        depth=depth,
+        hops=hops,
+        via=via,
+        tries=tries,
+        extra=extra[0] if extra else 0,
     )
 
 

@@ -54,11 +54,13 @@ SCHEMA_VERSION = 1
 #: Rows per set-based statement at most (a power of two; also capped by SQLite's variable limit).
 CHUNK_ROWS = 1024
 
-#: url rows: url, host id, state, seq, tries, redirects_left, depth, hops, via
-_URL_COLUMNS = "url, host, state, seq, tries, redirects_left, depth, hops, via"
-#: one host's oldest queued URLs: id, host, url, tries, redirects_left, depth, hops, via, seq
+#: url rows: url, host id, state, seq, tries, redirects_left, depth, hops, via, extra
+_URL_COLUMNS = "url, host, state, seq, tries, redirects_left, depth, hops, via, extra"
+_URL_COLUMN_COUNT = 10
+#: one host's oldest queued URLs: id, host, url, tries, redirects_left, depth, hops, via, seq,
+#: extra
 _REFILL_PART = (
-    "SELECT * FROM (SELECT id, host, url, tries, redirects_left, depth, hops, via, seq "
+    "SELECT * FROM (SELECT id, host, url, tries, redirects_left, depth, hops, via, seq, extra "
     f"FROM urls WHERE host = ? AND state = {QUEUED} ORDER BY seq LIMIT ?)"
 )
 _REFILL_CHUNK = 64  #: hosts per refill statement (a power of two; SQLite allows 500 terms)
@@ -229,6 +231,9 @@ class Database:
         x = self._x
         for statement in schema_statements():
             x(statement)
+        columns = {r[1] for r in x("PRAGMA table_info(urls)")}
+        if "extra" not in columns:  # a database written before --extra-hops: every item is 0
+            x("ALTER TABLE urls ADD COLUMN extra INTEGER NOT NULL DEFAULT 0")
         row = x("SELECT value FROM meta WHERE key = 'schema'").fetchone()
         if row is None:
             x("INSERT INTO meta VALUES ('schema', ?)", (str(SCHEMA_VERSION),))
@@ -248,9 +253,12 @@ class Database:
         )
         max_seq = x("SELECT max(seq) FROM urls").fetchone()[0] or 0
         waiting = [
-            (CrawlItem(url, redirects_left, depth, hops, via, tries), float(not_before or 0.0))
-            for url, tries, redirects_left, depth, hops, via, not_before in x(
-                "SELECT url, tries, redirects_left, depth, hops, via, not_before FROM urls "
+            (
+                CrawlItem(url, redirects_left, depth, hops, via, tries, extra),
+                float(not_before or 0.0),
+            )
+            for url, tries, redirects_left, depth, hops, via, not_before, extra in x(
+                "SELECT url, tries, redirects_left, depth, hops, via, not_before, extra FROM urls "
                 f"WHERE state = {WAITING} ORDER BY seq"
             )
         ]
@@ -391,13 +399,13 @@ class Database:
                     continue
             in_batch.add(url)  # a definite URL twice would be a bug: the INSERT raises
             fresh.append(row)
-        for size, params in self._chunks(fresh, 9):
+        for size, params in self._chunks(fresh, _URL_COLUMN_COUNT):
             sql = self._statement(
                 "insert",
                 size,
                 lambda n: (
                     f"INSERT INTO urls ({_URL_COLUMNS}) SELECT * FROM "
-                    f"(VALUES {self._values(n, 9)}) WHERE column1 IS NOT NULL"
+                    f"(VALUES {self._values(n, _URL_COLUMN_COUNT)}) WHERE column1 IS NOT NULL"
                 ),
             )
             self._x(sql, params)
@@ -461,7 +469,7 @@ class Database:
                 size,
                 lambda n: (
                     "SELECT json_group_array(json_array(id, host, url, tries, "
-                    "redirects_left, depth, hops, via, seq)) FROM ("
+                    "redirects_left, depth, hops, via, seq, extra)) FROM ("
                     + " UNION ALL ".join([_REFILL_PART] * n)
                     + ")"
                 ),

@@ -87,8 +87,8 @@ class _HostQueue:
 
 
 def _item(row: list[Any]) -> CrawlItem:
-    """A refilled row (id, host, url, tries, redirects_left, depth, hops, via, seq)."""
-    return CrawlItem(row[2], row[4], row[5], row[6], row[7], row[3])
+    """A refilled row (id, host, url, tries, redirects_left, depth, hops, via, seq, extra)."""
+    return CrawlItem(row[2], row[4], row[5], row[6], row[7], row[3], row[9])
 
 
 class SqliteFrontier(LocalFrontier):
@@ -357,6 +357,7 @@ class SqliteFrontier(LocalFrontier):
             item.depth,
             item.hops,
             item.via,
+            item.extra,
         )
 
     async def _put_maybe(self, maybe: list[tuple[int, CrawlItem]]) -> list[tuple[int, CrawlItem]]:

@@ -15,7 +15,8 @@ CREATE TABLE IF NOT EXISTS urls (
     via TEXT,
     not_before REAL,                   -- WAITING: wall-clock time the retry is due
     status INTEGER,
-    reason TEXT
+    reason TEXT,
+    extra INTEGER NOT NULL DEFAULT 0   -- pages outside the scope since the last one inside
 );
 -- the queue of each host in FIFO order: state 0 is QUEUED (database.py)
 CREATE INDEX IF NOT EXISTS urls_queue ON urls (host, seq) WHERE state = 0;
