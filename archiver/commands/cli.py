@@ -261,6 +261,19 @@ def build_parser() -> argparse.ArgumentParser:
         help="port on 127.0.0.1; 0 picks a free one (default: 8000)",
     )
 
+    ign = sub.add_parser(
+        "ignore",
+        help="skip URLs matching a pattern in a crawl, even while it runs",
+        description=(
+            "Append PATTERN (a Python regular expression, searched in each URL) to DIR/ignores. "
+            "A running crawl reads the file again within seconds: URLs it discovers or leases "
+            "from then on that match are skipped (reason 'ignored'), those already queued "
+            "included. The file may be edited by hand too: one pattern per line, # comments."
+        ),
+    )
+    ign.add_argument("path", metavar="DIR", help="crawl directory")
+    ign.add_argument("pattern", metavar="PATTERN", help="regular expression")
+
     sub.add_parser(
         "version",
         help="print the version of archiver and its libraries",
@@ -419,6 +432,14 @@ def cmd_serve_sample(args: argparse.Namespace) -> int:
     return sample.serve(port=args.port)
 
 
+def cmd_ignore(args: argparse.Namespace) -> int:
+    from archiver.run.control import append_ignore  # noqa: PLC0415
+
+    path = append_ignore(Path(args.path), args.pattern)
+    print(f"archiver: added to {path}: {args.pattern}")
+    return EXIT_OK
+
+
 def cmd_version(_: argparse.Namespace) -> int:
     print(software_string())
     return EXIT_OK
@@ -432,6 +453,7 @@ COMMANDS = {
     "wacz": cmd_wacz,
     "replay": cmd_replay,
     "serve-sample": cmd_serve_sample,
+    "ignore": cmd_ignore,
     "version": cmd_version,
 }
 

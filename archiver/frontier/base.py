@@ -117,6 +117,16 @@ class Frontier(Protocol):
         """Apply a robots.txt Crawl-delay to a host."""
         ...
 
+    def set_politeness(self, delay: float, concurrency: int) -> None:
+        """Change the per-host delay and concurrency of the running crawl (the operator's
+        ``control.toml``); a shared crawl publishes them to every process."""
+        ...
+
+    async def shared_politeness(self) -> tuple[float, int] | None:
+        """``(delay, concurrency)`` another process of a shared crawl set since this one last
+        asked (already applied here), or None."""
+        ...
+
     def reserve(self, host: str) -> float:
         """Book one more request to ``host`` inside the current lease (the page after its
         robots.txt); returns the seconds to wait before sending it."""

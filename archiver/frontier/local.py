@@ -84,6 +84,13 @@ class HostScheduler:
         if ready != math.inf:
             heapq.heappush(self._heap, (ready, next(self._seq), host))
 
+    def reschedule(self, hosts: list[str]) -> None:
+        """The gate's limits changed: reconsider every one of ``hosts`` (a host at capacity
+        may have a free slot now, a waiting one an earlier start)."""
+        for host in hosts:
+            self._push(host)
+        self.dispatch()
+
     def delay(self, item: CrawlItem, seconds: float) -> None:
         """Hold a retry back for ``seconds``; it stays unfinished meanwhile."""
         heapq.heappush(self._delayed, (self._clock() + seconds, next(self._seq), item))
@@ -254,6 +261,15 @@ class LocalFrontier:
 
     def reserve(self, host: str) -> float:
         return self.gate.reserve(host)
+
+    def set_politeness(self, delay: float, concurrency: int) -> None:
+        """New per-host delay and concurrency for the rest of the crawl (control.toml)."""
+        self.gate.configure(delay=delay, concurrency=concurrency)
+        self.scheduler.reschedule(self.gate.hosts())
+
+    async def shared_politeness(self) -> tuple[float, int] | None:
+        """Nothing to learn: no other process shares this crawl."""
+        return None
 
     def _account(self, lease: Lease, result: TaskResult) -> None:
         """The in-memory side of ``task_done``, once the subclass recorded it: the host's slot

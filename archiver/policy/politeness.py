@@ -108,7 +108,7 @@ class HostState:
     in_flight: int = 0
     next_start: float = 0.0  #: earliest start of the next request (delay spacing)
     paused_until: float = 0.0  #: backoff after 429/503/repeated failures
-    delay: float | None = None  #: per-host override (robots Crawl-delay)
+    delay: float | None = None  #: the host's robots.txt Crawl-delay (capped), when it has one
     failures: int = 0  #: consecutive failed fetches
     last_start: float = -math.inf  #: when the latest request to the host started
 
@@ -167,7 +167,24 @@ class HostGate:
         return max(state.next_start, state.paused_until)
 
     def _delay(self, state: HostState) -> float:
-        return self.delay if state.delay is None else state.delay
+        """The host's spacing: the crawl's delay, or its Crawl-delay when that is longer
+        (either may change while the crawl runs)."""
+        robots = state.delay
+        return self.delay if robots is None or robots < self.delay else robots
+
+    def configure(self, *, delay: float, concurrency: int) -> None:
+        """New crawl-wide politeness while the crawl runs (the operator's ``control.toml``):
+        every host's next start is counted again from its latest one with the new spacing, so
+        a longer delay applies to the very next request and a shorter one frees hosts at once."""
+        self.delay = delay
+        self.concurrency = concurrency
+        for state in self._hosts.values():
+            if state.last_start != -math.inf:
+                state.next_start = state.last_start + self._delay(state)
+
+    def hosts(self) -> list[str]:
+        """Every host the gate has a state for (the ones that were fetched from)."""
+        return list(self._hosts)
 
     def acquire(self, host: str) -> None:
         state = self._state(host)
@@ -201,9 +218,9 @@ class HostGate:
     def set_crawl_delay(self, host: str, seconds: float) -> None:
         """Honour a robots.txt Crawl-delay (capped at ``max_crawl_delay``)."""
         state = self._state(host)
-        state.delay = max(self.delay, min(seconds, self.max_crawl_delay))
+        state.delay = min(seconds, self.max_crawl_delay)
         # learnt inside a lease: the next start counts from the latest one with the new delay
-        state.next_start = max(state.next_start, state.last_start + state.delay)
+        state.next_start = max(state.next_start, state.last_start + self._delay(state))
 
     def paused_hosts(self) -> dict[str, float]:
         """Hosts currently paused, with seconds left (for the progress display)."""

@@ -208,6 +208,8 @@ class Crawler:
         join = asyncio.create_task(frontier.join(), name="frontier-join")
         stop = asyncio.create_task(self._stop_event.wait(), name="stop-wait")
         monitor = asyncio.create_task(self._monitor(), name="monitor")
+        assert self.stages.control is not None
+        control = asyncio.create_task(self.stages.control.watch(), name="live-control")
         try:
             done, _ = await asyncio.wait(
                 {join, stop, *workers}, return_when=asyncio.FIRST_COMPLETED
@@ -222,9 +224,9 @@ class Crawler:
             else:
                 await self._drain_workers(workers)
         finally:
-            for task in (*workers, join, stop, monitor):
+            for task in (*workers, join, stop, monitor, control):
                 task.cancel()
-            await asyncio.gather(*workers, join, stop, monitor, return_exceptions=True)
+            await asyncio.gather(*workers, join, stop, monitor, control, return_exceptions=True)
         return self._final or (STATUS_COMPLETED, None)
 
     async def _drain_workers(self, workers: list[asyncio.Task[None]]) -> None:

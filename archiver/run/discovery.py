@@ -44,6 +44,11 @@ class Discovery:
         #: URLs recently queued, and (URL, hop) recently rejected by scope: repeats skip work
         self._recent_queued: set[str] = set()
         self._recent_rejected: set[tuple[str, str]] = set()
+        self._exclusions = parts.exclusions
+        self._uncached = {SkipReason.DEPTH, SkipReason.HOST_BUDGET}
+        if parts.scope.rules.extra_hops:
+            self._uncached.add(SkipReason.SCOPE)
+        self._ignores_version = parts.exclusions.version
 
     async def discover(
         self, item: CrawlItem, ex: Exchange, *, requisites: bool = True, list_page: bool = True
@@ -155,16 +160,25 @@ class Discovery:
         page cost a dict lookup, not a scope check and a frontier call (bounded memory)."""
         accepted = []
         queued, rejected = self._recent_queued, self._recent_rejected
-        for child in items:
-            reason = self._scope.check(child)
+        exclusions = self._exclusions
+        if exclusions.version != self._ignores_version:  # the ignores changed: verdicts too
+            self._ignores_version = exclusions.version
+            rejected.clear()
+        for found in items:
+            if exclusions.ignored(found.url):
+                reason: SkipReason | None = SkipReason.IGNORED
+                child = found
+            else:
+                reason, child = self._scope.admit(found)
             if reason is None:
                 self._scope.accepted(child)  # counted at once: the next link sees the budget
                 accepted.append(child)
                 continue
             self._stats.skip(reason)
             self._outcomes.skip_log(child.via, child.url, reason)
-            if reason not in (SkipReason.DEPTH, SkipReason.HOST_BUDGET):
-                # depth and budgets can change for the same URL found elsewhere: not cached
+            if reason not in self._uncached:
+                # depth and budgets can change for the same URL found elsewhere (and, with
+                # --extra-hops, whether it is near enough to the scope): not cached
                 rejected.add((child.url, Hop.EMBED if child.is_requisite else Hop.LINK))
         if accepted:
             new = {item.url for item in await self._frontier.put_many(accepted)}

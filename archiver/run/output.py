@@ -14,6 +14,10 @@
       state/cookies.txt        the cookie jar (a resumed crawl sends these; Redis keeps a
                                shared crawl's)
       state/lock               held while a run writes here
+      ignores                  the operator's: URL patterns to skip, re-read while the crawl
+                               runs (archiver ignore DIR PATTERN appends one)
+      control.toml             the operator's: per-host delay and concurrency, re-read while the
+                               crawl runs
 
 With a Redis frontier the processes of one crawl on one machine share the directory:
 ``warcs/`` and ``index.cdxj`` (merged by the last process to leave, or ``archiver index``) are
@@ -46,6 +50,10 @@ STATUS_COMPLETED = "completed"
 STATUS_LIMIT = "limit"
 STATUS_INTERRUPTED = "interrupted"
 STATUS_FAILED = "failed"
+
+#: files the operator writes into a crawl directory (:mod:`archiver.run.control`): they may be
+#: there before the first run, and ``--overwrite`` keeps them
+OPERATOR_FILES = ("ignores", "control.toml")
 
 _OWNED = (
     "warcs",
@@ -100,6 +108,16 @@ class Layout:
     def cookies(self) -> Path:
         """The cookie jar of a crawl this process owns (cookies.txt format, owner-only)."""
         return self.state / "cookies.txt"
+
+    @property
+    def ignores(self) -> Path:
+        """URL patterns to skip, one per line (shared by the processes writing here)."""
+        return self.root / "ignores"
+
+    @property
+    def control(self) -> Path:
+        """Politeness changed while the crawl runs (shared by the processes writing here)."""
+        return self.root / "control.toml"
 
     @property
     def index(self) -> Path:
@@ -297,7 +315,8 @@ def prepare(layout: Layout, *, overwrite: bool, settings_json: dict[str, Any]) -
             [
                 p.name
                 for p in root.iterdir()
-                if p.name != "state" or any(c.name != "lock" for c in p.iterdir())
+                if p.name not in OPERATOR_FILES
+                and (p.name != "state" or any(c.name != "lock" for c in p.iterdir()))
             ]
             if root.exists()
             else []

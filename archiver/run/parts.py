@@ -4,7 +4,7 @@
 from __future__ import annotations
 
 from collections.abc import Awaitable, Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import IO, TYPE_CHECKING, Any, Protocol
 
 from archiver.config.settings import Settings
@@ -13,6 +13,7 @@ from archiver.dedup.previous import PreviousCrawls
 from archiver.fetch.fetcher import Fetcher
 from archiver.frontier.base import Frontier
 from archiver.models import CrawlItem, Exchange
+from archiver.policy.ignores import Exclusions
 from archiver.policy.robots import RobotsReport, RobotsStats
 from archiver.policy.scope import Scope
 from archiver.policy.sitemaps import SitemapPolicy
@@ -62,6 +63,8 @@ class Parts:
     pages_file: IO[str] | None
     #: the browser, its requests' recall and its mode, in a crawl that uses one
     browser: BrowserParts | None = None
+    #: --exclude and the live ignores: checked again when a URL is leased (run.control)
+    exclusions: Exclusions = field(default_factory=Exclusions)
 
 
 __all__ = ["ArchiveFetch", "Parts", "RobotsChecker", "RunContext"]

@@ -7,6 +7,8 @@ or a bug does escape, for the crawler to stop on.
 
 Steps, in order:
 
+0. exclusions: ``--exclude`` and the live ``ignores`` (:mod:`archiver.run.control`) are checked
+   again, so a pattern added after the URL was queued (or on resume) skips it;
 1. budgets (``--max-pages``, ``--max-bytes``): a budget reached sets :attr:`Pipeline.limit`;
 2. robots.txt (fetched and archived inside this lease when the host's copy is missing);
 3. the fetch, conditional when an earlier crawl has validators for the URL; a bot challenge
@@ -84,6 +86,9 @@ class Pipeline:
         """Robots, budgets, fetch, records, write, discovery; the lease's outcome. Every
         capture written for this lease (robots.txt included) is appended to ``captures``."""
         item = lease.item
+        unwanted = self.parts.exclusions.check(item.url)  # a pattern given since it was queued
+        if unwanted is not None:
+            return self.outcomes.skipped(item, unwanted)
         counts_as_page = not item.is_requisite and not is_sitemap(item)
         budget = self._over_budget(counts_as_page)
         if budget is not None:

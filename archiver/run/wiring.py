@@ -46,9 +46,11 @@ from archiver.frontier import Backend, open_backend
 from archiver.frontier.base import Frontier
 from archiver.index import cdxj
 from archiver.models import CrawlItem, ResumeInfo
+from archiver.policy.ignores import Exclusions, compile_patterns
 from archiver.policy.robots import Robots, RobotsCache
 from archiver.policy.scope import Scope
 from archiver.policy.sitemaps import SitemapPolicy
+from archiver.run.control import LiveControl, Politeness
 from archiver.run.log import CrawlLog, crawl_logger
 from archiver.run.output import Layout, RunStart, cut_torn_line, prepare
 from archiver.run.parts import Parts, RunContext
@@ -106,6 +108,7 @@ class Stages:
     pages_file: IO[str] | None = None
     browser: BrowserPool | None = None
     pipeline: Pipeline | None = None
+    control: LiveControl | None = None  #: the ignores and control.toml, watched
 
 
 @dataclass(frozen=True, slots=True)
@@ -186,6 +189,7 @@ async def assemble(run: Run, stages: Stages, options: Options) -> None:
     if run.resumed:
         await repair_open_warcs(layout, frontier, log, process_id=run.process_id)
     scope = stages.scope = Scope(scope_rules(s, run.seeds))
+    control = stages.control = live_control(run, stages, scope)
     robots = stages.robots = Robots(
         agent=s.robots_agent,
         obey=s.robots == "obey",
@@ -232,8 +236,25 @@ async def assemble(run: Run, stages: Stages, options: Options) -> None:
         sitemaps=sitemaps,
         pages_file=pages_file,
         browser=browser,
+        exclusions=control.exclusions,
     )
     stages.pipeline = options.pipeline_class(RunContext(s, run.stats, log), parts)
+
+
+def live_control(run: Run, stages: Stages, scope: Scope) -> LiveControl:
+    """The watcher of ``ignores`` and ``control.toml`` (:mod:`archiver.run.control`), with
+    both read once already: their patterns and politeness hold from the first lease on."""
+    assert stages.frontier is not None
+    s = run.settings
+    control = LiveControl(
+        run.layout,
+        exclusions=Exclusions(compile_patterns(scope.exclusions())),
+        frontier=stages.frontier,
+        defaults=Politeness(s.per_host_delay or 0.0, s.per_host_concurrency),
+        log=stages.log,
+    )
+    control.load()
+    return control
 
 
 async def open_frontier(run: Run, stages: Stages, injected: Backend | None) -> ResumeInfo:

@@ -20,6 +20,8 @@ replica set with failover) is supported, not Cluster::
     P:counts        HASH    unfinished (the join count), queued, leased, d, f, s, seen, hosts,
                             token, and reaped / late / dup / stale (diagnostics)
     P:procs         ZSET    process id -> last heartbeat
+    P:politeness    HASH    delay, concurrency, by: the crawl's per-host limits as last changed
+                            through a process's control.toml (archiver.run.control)
     P:commits:FILE  HASH    "start end" -> "HOST\\0item" per capture committed in WARC FILE
     P:digests       HASH    payload digest -> [record id, URI, date]      (shared.py)
     P:robots:ORIGIN STRING  a robots.txt with status and fetch time, 24 h TTL  (shared.py)

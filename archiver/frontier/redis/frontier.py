@@ -109,6 +109,8 @@ class RedisFrontier:
         self._known: OrderedDict[bytes, None] = OrderedDict()  # url-keys known to be seen
         self._current_file: str | None = None
         self._files: OrderedDict[str, None] = OrderedDict()  # WARC names seen, oldest first
+        #: the crawl-wide politeness last applied from P:politeness (or published from here)
+        self._politeness: tuple[float, int] | None = None
 
     # -- life cycle ------------------------------------------------------------------------
 
@@ -280,8 +282,38 @@ class RedisFrontier:
         """Apply a robots.txt Crawl-delay, for every process (claims read it from Redis)."""
         gate = self.gate
         gate.set_crawl_delay(host, seconds)  # this process's mirror, for ``reserve``
-        delay = max(gate.delay, min(seconds, gate.max_crawl_delay))
+        delay = min(seconds, gate.max_crawl_delay)  # claims space by the longer of it and ours
         self.pump.push(ScriptCall("delay", (gate.concurrency, host, repr(delay))), urgent=True)
+
+    def set_politeness(self, delay: float, concurrency: int) -> None:
+        """New per-host delay and concurrency for every process of the crawl.
+
+        Applied here at once (every claim and outcome this process sends carries them), and
+        published in ``P:politeness``, which each process reads every second or so
+        (:meth:`shared_politeness`): per-host limits are the crawl's, not one process's, so
+        the latest change made through any process's ``control.toml`` holds for all of them,
+        processes that join later included (``scripts/politeness.lua``)."""
+        self._apply_politeness(delay, concurrency)
+        self._politeness = (delay, concurrency)
+        change = (concurrency, repr(delay), self.process_id)
+        self.pump.push(ScriptCall("politeness", change), urgent=True)
+
+    async def shared_politeness(self) -> tuple[float, int] | None:
+        """What another process published in ``P:politeness`` since this one last looked,
+        applied here; None when nothing changed."""
+        raw = await self.ask("HMGET", self.link.key("politeness"), "delay", "concurrency")
+        if raw[0] is None or raw[1] is None:
+            return None
+        shared = (float(raw[0]), int(raw[1]))
+        if shared == self._politeness:
+            return None
+        self._politeness = shared
+        self._apply_politeness(*shared)
+        return shared
+
+    def _apply_politeness(self, delay: float, concurrency: int) -> None:
+        self.gate.configure(delay=delay, concurrency=concurrency)
+        self.pump.politeness_changed()
 
     def reserve(self, host: str) -> float:
         """Book one more request to ``host`` inside the current lease; the seconds to wait.

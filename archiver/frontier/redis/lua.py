@@ -18,7 +18,18 @@ from dataclasses import dataclass
 from typing import Any
 
 #: The scripts, by name (``scripts/NAME.lua``).
-NAMES = ("put", "claim", "ack", "release", "renew", "leave", "uncommit", "delay", "reserve")
+NAMES = (
+    "put",
+    "claim",
+    "ack",
+    "release",
+    "renew",
+    "leave",
+    "uncommit",
+    "delay",
+    "reserve",
+    "politeness",
+)
 
 
 @dataclass(frozen=True, slots=True)

@@ -173,6 +173,11 @@ class Pump:
 
     # -- life cycle ------------------------------------------------------------------------
 
+    def politeness_changed(self) -> None:
+        """The gate's concurrency changed (control.toml): outcomes sent from now on free slots
+        against the new number."""
+        self._ack_fixed[0] = self.gate.concurrency
+
     def start(self, counts: list[Any]) -> None:
         """Start pumping, with the counters ``open`` read."""
         self.apply_counts(counts)

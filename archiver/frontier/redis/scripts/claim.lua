@@ -48,7 +48,8 @@ while want > 0 and rounds < ROUNDS do
         redis.call('ZADD', P .. 'leases', now + timeout, tok)
         redis.call('HSET', P .. 'lease', tok, owner .. '\0' .. host .. '\0' .. item)
         local start = math.max(now, nxt)
-        local spacing = tonumber(st[4]) or delay
+        -- the crawl's delay, or the host's Crawl-delay when that is longer
+        local spacing = math.max(tonumber(st[4]) or 0, delay)
         redis.call('HSET', hk, 'n', n + 1, 'last', start, 'next', start + spacing)
         out[#out + 1] = tok .. '\0' .. host .. '\0' .. item
         claimed = claimed + 1

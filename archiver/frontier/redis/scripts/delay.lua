@@ -1,5 +1,6 @@
 -- DELAY: a robots.txt Crawl-delay (an extension record, RFC 9309 section 2.2.4; capped by the
--- caller) for one host: its next start counts from the latest start with the new delay.
+-- caller) for one host: its next start counts from the latest start with the new delay (the
+-- crawl's own delay, when longer, still wins: claim.lua spaces by the longer of the two).
 -- Returns 1.
 -- ARGV: conc, host, delay
 local conc, host, d = tonumber(ARGV[1]), ARGV[2], tonumber(ARGV[3])

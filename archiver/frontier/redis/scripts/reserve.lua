@@ -5,6 +5,7 @@ local conc, host = tonumber(ARGV[1]), ARGV[2]
 local hk = P .. 'host:' .. host
 local st = redis.call('HMGET', hk, 'next', 'pause', 'delay')
 local start = math.max(now, tonumber(st[1]) or 0, tonumber(st[2]) or 0)
-redis.call('HSET', hk, 'last', start, 'next', start + (tonumber(st[3]) or tonumber(ARGV[3])))
+local spacing = math.max(tonumber(st[3]) or 0, tonumber(ARGV[3]))
+redis.call('HSET', hk, 'last', start, 'next', start + spacing)
 schedule(host, conc)
 return 1
