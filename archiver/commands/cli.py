@@ -17,6 +17,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any, NoReturn
 
+from archiver.commands import status
 from archiver.commands.progress import Display
 from archiver.config.assemble import software_string
 from archiver.config.settings import Settings, load_settings, option_name, setting_fields
@@ -334,7 +335,17 @@ async def _run_crawler(settings: Settings, display: Display) -> CrawlResult:
     try:
         if crawler.layout.status_file.exists() and not settings.overwrite:
             say.write(f"archiver: resuming the crawl in {crawler.layout.root}\n")
-        async with display.watching(crawler):
+        async with (
+            status.serving(
+                crawler,
+                settings.status_host,
+                settings.status_port,
+                stall_after=settings.stall_after or 300.0,
+            ) as server,
+            display.watching(crawler),
+        ):
+            if server is not None and not settings.quiet:
+                say.write(f"archiver: status at {server.url} (metrics, status, healthz)\n")
             return await crawler.run()
     finally:
         for sig in (signal.SIGINT, signal.SIGTERM):

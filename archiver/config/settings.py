@@ -289,6 +289,21 @@ def parse_direct(value: Any, option: str = "") -> tuple[str, ...]:
         raise SettingsError(option, str(exc)) from None
 
 
+def parse_port(value: Any, option: str = "") -> int | None:
+    """A TCP port, 0 for one the system picks; empty or ``off`` for none."""
+    if value in (None, "", "off", "none"):
+        return None
+    try:
+        if isinstance(value, bool):
+            raise ValueError
+        port = int(value)
+    except (TypeError, ValueError):
+        raise _fail(option, "a port number 0-65535", value) from None
+    if not 0 <= port <= 65535:
+        raise _fail(option, "a port number 0-65535", value)
+    return port
+
+
 def parse_frontier(value: Any, option: str = "") -> str:
     text = parse_str(value, option).strip()
     if text in ("sqlite", "memory") or re.match(r"^rediss?://", text):
@@ -917,6 +932,29 @@ class Settings:
     )
     heritrix_log: bool = setting(
         False, "output", "Also write crawl.log in Heritrix's 12-field format.", parse_bool
+    )
+    status_port: int | None = setting(
+        None,
+        "output",
+        "Serve /metrics (Prometheus), /status (JSON) and /healthz on this port while the crawl "
+        "runs; 0 picks a free port (printed). Read-only.",
+        parse_port,
+        metavar="PORT",
+    )
+    status_host: str = setting(
+        "127.0.0.1",
+        "output",
+        "Address the status endpoint listens on (e.g. 0.0.0.0 for a scraper on another "
+        "machine: anyone who reaches it can read the crawl's progress).",
+        parse_str,
+        metavar="ADDRESS",
+    )
+    stall_after: float | None = setting(
+        300.0,
+        "output",
+        "/healthz answers 503 when URLs are queued or in flight but none has ended for this long.",
+        parse_duration,
+        metavar="DURATION",
     )
 
     def to_json(self) -> dict[str, Any]:

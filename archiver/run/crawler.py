@@ -54,6 +54,8 @@ from archiver.run.stats import CrawlStats
 from archiver.timefmt import Clock, utcnow
 
 DISK_CHECK_SECONDS = 2.0
+#: hosts in the snapshot's ``by_host`` (the status endpoint's per-host counters): the busiest
+SNAPSHOT_HOSTS = 20
 
 
 class Crawler:
@@ -134,6 +136,8 @@ class Crawler:
             "skips": dict(stats.skips),
             "by_status_class": dict(stats.by_status),
             "top_hosts": stats.by_host.most_common(5),
+            "retries": stats.retries,
+            "by_host": dict(stats.by_host.most_common(SNAPSHOT_HOSTS)),
             "stopping": self._stopping,
             **({"browser": _browser_snapshot(stats)} if stats.browser is not None else {}),
         }

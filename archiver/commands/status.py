@@ -1,0 +1,270 @@
+"""The status endpoint of a running crawl (``--status-port``): Prometheus metrics, the progress
+snapshot as JSON, and a health check, for the monitoring an archivist already runs (Zeno's
+``--prometheus``, Browsertrix's ``--healthCheckPort``).
+
+``GET /metrics``
+    The Prometheus text exposition format, written by prometheus-client from one
+    :meth:`archiver.run.crawler.Crawler.snapshot`: counters for pages, captures, revisits, bytes
+    received and written, retries, responses by status class, errors and skips by reason, and
+    captures per host for the :data:`TOP_HOSTS` busiest hosts only (a crawl meets thousands of
+    hosts; a label per host would swamp the scraper); gauges for the queue, the fetches in
+    flight, the URLs seen, the seconds since the last progress.
+``GET /status``
+    The snapshot the progress display draws, as JSON.
+``GET /healthz``
+    ``200`` while the crawl makes progress, ``503`` when it is stalled: URLs are queued or in
+    flight but none has ended (captured, failed, skipped or put back for a retry) for
+    ``--stall-after`` seconds. The body is a small JSON object saying which.
+
+It is read-only by construction: three ``GET`` routes (``HEAD`` too) that read a snapshot,
+nothing else (any other method is ``405``, RFC 9110 section 15.5.6). It cannot stop or slow the
+crawl: it holds no reference to anything but the snapshot function, its handlers do no I/O
+besides the answer, and a failure of the server is the server's (aiohttp answers 500), never the
+crawl's. It binds 127.0.0.1 unless ``--status-host`` says otherwise; a port that cannot be bound
+is a usage error before the crawl starts. It stops when the crawl's run ends. In a crawl shared
+through Redis each process serves its own (the queue counts are the crawl's, the rest the
+process's).
+
+Served with aiohttp.web, in the crawl's event loop: reading the snapshot there needs no lock
+(prometheus-client's own server answers from a thread, which would read the crawl's counters
+while the loop changes them), and it stops with ``await`` like every other part of the run.
+prometheus-client is imported here and nowhere else.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import json
+import time
+from collections.abc import AsyncIterator, Callable, Iterator, Mapping
+from dataclasses import dataclass
+from typing import Any, Protocol
+
+from aiohttp import web
+from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily, Metric
+from prometheus_client.exposition import CONTENT_TYPE_LATEST, generate_latest
+from prometheus_client.registry import Collector, CollectorRegistry
+
+from archiver.errors import SettingsError
+from archiver.version import __version__
+
+#: Hosts with a per-host counter: the busiest ones, as many as the snapshot's ``by_host`` has
+#: (bounded label cardinality).
+TOP_HOSTS = 20
+#: Seconds between two samples of the crawl's progress (for /healthz).
+SAMPLE_SECONDS = 1.0
+
+
+class SnapshotSource(Protocol):
+    """What the endpoint reads: :class:`archiver.run.crawler.Crawler` satisfies it."""
+
+    def snapshot(self) -> dict[str, Any]: ...
+
+
+def progress_count(snapshot: Mapping[str, Any]) -> int:
+    """How many things have ended so far: a number that grows while the crawl moves on."""
+    failures: Mapping[str, int] = snapshot.get("failures", {})
+    skips: Mapping[str, int] = snapshot.get("skips", {})
+    ended = int(snapshot.get("captures", 0)) + int(snapshot.get("retries", 0))
+    return ended + sum(failures.values()) + sum(skips.values())
+
+
+@dataclass(slots=True)
+class Health:
+    """Whether the crawl moves on: sampled every :data:`SAMPLE_SECONDS`, so a stall is seen
+    even when nobody asks for a while."""
+
+    stall_after: float
+    clock: Callable[[], float] = time.monotonic
+    _count: int = -1
+    _since: float = 0.0
+
+    def sample(self, snapshot: Mapping[str, Any]) -> None:
+        count = progress_count(snapshot)
+        if count != self._count:
+            self._count, self._since = count, self.clock()
+
+    def quiet(self) -> float:
+        """Seconds since the progress count last changed (0 before the first sample)."""
+        return self.clock() - self._since if self._count >= 0 else 0.0
+
+    def verdict(self, snapshot: Mapping[str, Any]) -> tuple[bool, dict[str, Any]]:
+        """``(healthy, body)`` for /healthz."""
+        self.sample(snapshot)
+        quiet = self.quiet()
+        pending = int(snapshot.get("queued", 0)) + int(snapshot.get("in_flight", 0))
+        if snapshot.get("stopping"):
+            state = "stopping"
+        elif pending == 0:
+            state = "idle"  # nothing to do now (retries waiting, or the end)
+        elif quiet >= self.stall_after:
+            state = "stalled"
+        else:
+            state = "running"
+        body = {
+            "status": state,
+            "seconds_since_progress": round(quiet, 1),
+            "stall_after": self.stall_after,
+            "queued": snapshot.get("queued", 0),
+            "in_flight": snapshot.get("in_flight", 0),
+        }
+        return state != "stalled", body
+
+
+class SnapshotCollector(Collector):
+    """Prometheus metrics made from one snapshot at each scrape (a custom collector: the
+    crawl's counters are its own, nothing is mirrored into prometheus-client's objects)."""
+
+    def __init__(self, source: SnapshotSource, health: Health) -> None:
+        self._source = source
+        self._health = health
+
+    def collect(self) -> Iterator[Metric]:
+        snap = self._source.snapshot()
+        self._health.sample(snap)
+        counters = (
+            ("pages", "HTML pages captured with a 2xx status", "pages"),
+            ("captures", "Responses and revisits written", "captures"),
+            ("revisits", "Captures written as revisit records", "revisits"),
+            ("bytes_received", "Response bytes received (headers and body)", "bytes_received"),
+            ("bytes_written", "WARC bytes written", "bytes_written"),
+            ("retries", "Fetches put back to be tried again later", "retries"),
+        )
+        for name, doc, key in counters:
+            yield CounterMetricFamily(f"archiver_{name}", doc, value=snap.get(key, 0))
+        yield _labelled(
+            "archiver_responses", "Captures by HTTP status class", "class", snap["by_status_class"]
+        )
+        yield _labelled(
+            "archiver_errors", "URLs that failed, by reason", "reason", snap["failures"]
+        )
+        yield _labelled("archiver_skips", "URLs not fetched, by reason", "reason", snap["skips"])
+        yield _labelled(
+            "archiver_host_captures",
+            f"Captures per host, for the {TOP_HOSTS} hosts with the most",
+            "host",
+            dict(snap.get("by_host", {})),
+        )
+        gauges = (
+            ("queued", "URLs queued (the whole crawl's, when shared)", snap.get("queued", 0)),
+            ("in_flight", "Fetches in flight in this process", snap.get("in_flight", 0)),
+            ("seen", "URLs seen (queued once)", snap.get("seen", 0)),
+            ("elapsed_seconds", "Seconds since this run started", snap.get("elapsed", 0)),
+            ("seconds_since_progress", "Seconds since a URL last ended", self._health.quiet()),
+            ("stopping", "1 once the crawl is stopping", int(bool(snap.get("stopping")))),
+        )
+        for name, doc, value in gauges:
+            yield GaugeMetricFamily(f"archiver_{name}", doc, value=value)
+        info = GaugeMetricFamily("archiver_info", "The crawler's version", labels=["version"])
+        info.add_metric([__version__], 1)
+        yield info
+
+
+def _labelled(name: str, doc: str, label: str, values: Mapping[str, Any]) -> Metric:
+    family = CounterMetricFamily(name, doc, labels=[label])
+    for key, value in sorted(values.items()):
+        family.add_metric([str(key)], value)
+    return family
+
+
+class StatusServer:
+    """The endpoint for one crawl: ``async with serving(...)`` starts and stops it."""
+
+    def __init__(self, source: SnapshotSource, *, stall_after: float) -> None:
+        self.source = source
+        self.health = Health(stall_after)
+        self.registry = CollectorRegistry(auto_describe=False)
+        self.registry.register(SnapshotCollector(source, self.health))
+        self._runner: web.AppRunner | None = None
+        self.address: tuple[str, int] | None = None
+
+    @property
+    def url(self) -> str:
+        assert self.address is not None
+        host, port = self.address
+        return f"http://{f'[{host}]' if ':' in host else host}:{port}/"
+
+    def application(self) -> web.Application:
+        app = web.Application(client_max_size=1024)  # requests carry no body worth reading
+        app.router.add_get("/metrics", self._metrics)
+        app.router.add_get("/status", self._status)
+        app.router.add_get("/healthz", self._healthz)
+        return app
+
+    async def start(self, host: str, port: int) -> None:
+        runner = web.AppRunner(self.application(), access_log=None, handle_signals=False)
+        await runner.setup()
+        try:
+            site = web.TCPSite(runner, host, port)
+            await site.start()
+        except OSError as exc:
+            await runner.cleanup()
+            raise SettingsError(
+                "--status-port", f"cannot listen on {host}:{port}: {exc.strerror or exc}"
+            ) from None
+        self._runner = runner
+        address = runner.addresses[0]
+        self.address = (str(address[0]), int(address[1]))
+
+    async def stop(self) -> None:
+        if self._runner is not None:
+            await self._runner.cleanup()
+            self._runner = None
+
+    async def sample_forever(self) -> None:
+        while True:
+            self.health.sample(self.source.snapshot())
+            await asyncio.sleep(SAMPLE_SECONDS)
+
+    async def _metrics(self, _: web.Request) -> web.Response:
+        body = generate_latest(self.registry)
+        return web.Response(body=body, headers={"Content-Type": CONTENT_TYPE_LATEST})
+
+    async def _status(self, _: web.Request) -> web.Response:
+        return _json(self.source.snapshot())
+
+    async def _healthz(self, _: web.Request) -> web.Response:
+        healthy, body = self.health.verdict(self.source.snapshot())
+        return _json(body, status=200 if healthy else 503)
+
+
+def _json(data: Any, status: int = 200) -> web.Response:
+    body = json.dumps(data, default=str).encode("utf-8")
+    return web.Response(
+        body=body,
+        status=status,
+        content_type="application/json",
+        headers={"Cache-Control": "no-store"},
+    )
+
+
+@contextlib.asynccontextmanager
+async def serving(
+    source: SnapshotSource, host: str, port: int | None, *, stall_after: float
+) -> AsyncIterator[StatusServer | None]:
+    """Serve the endpoint while the block runs (nothing when ``port`` is None)."""
+    if port is None:
+        yield None
+        return
+    server = StatusServer(source, stall_after=stall_after)
+    await server.start(host, port)
+    sampler = asyncio.create_task(server.sample_forever(), name="status-sampler")
+    try:
+        yield server
+    finally:
+        sampler.cancel()
+        with contextlib.suppress(asyncio.CancelledError):
+            await sampler
+        await server.stop()
+
+
+__all__ = [
+    "SAMPLE_SECONDS",
+    "TOP_HOSTS",
+    "Health",
+    "SnapshotCollector",
+    "StatusServer",
+    "progress_count",
+    "serving",
+]
