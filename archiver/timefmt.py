@@ -4,15 +4,17 @@
 * the 14-digit CDX timestamp ``yyyyMMddHHmmss`` of a ``WARC-Date`` (CDXJ's second field);
 * the 17-digit ``yyyyMMddHHmmssSSS`` of WARC file names (the IIPC/Heritrix naming convention)
   and of Heritrix's crawl.log fetch-timing field (``get17DigitDate``);
-* RFC 3339 in whole seconds (WACZ ``created``/``modified``, the crawl's state files).
+* RFC 3339 in whole seconds (WACZ ``created``/``modified``, the crawl's state files);
+* W3C Datetime as sitemaps write ``<lastmod>`` (read: :func:`parse_w3c_datetime`).
 
 The clock is injectable everywhere a record or a name is dated (:data:`Clock`), so tests fix it.
 """
 
 from __future__ import annotations
 
+import re
 from collections.abc import Callable
-from datetime import UTC, datetime
+from datetime import UTC, datetime, timedelta, timezone
 
 #: What dates records, file names and packages: ``utcnow`` unless a test gives its own.
 Clock = Callable[[], datetime]
@@ -47,4 +49,48 @@ def rfc3339(moment: datetime) -> str:
     return moment.astimezone(UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
 
 
-__all__ = ["Clock", "rfc3339", "timestamp14", "timestamp17", "utcnow", "warc_date"]
+_W3C = re.compile(
+    r"(\d{4})(?:-(\d{2})(?:-(\d{2})(?:[T ](\d{2}):(\d{2})(?::(\d{2})(?:\.(\d+))?)?"
+    r"(Z|[+-]\d{2}:?\d{2})?)?)?)?"
+)
+
+
+def parse_w3c_datetime(text: str) -> datetime | None:
+    """A W3C Datetime (https://www.w3.org/TR/NOTE-datetime, what sitemaps.org prescribes for
+    ``<lastmod>``): ``YYYY``, ``YYYY-MM``, ``YYYY-MM-DD``, or a date and time with a time zone
+    (``Z`` or ``+hh:mm``); fractions of a second are allowed. A time without a zone is read as
+    UTC (the note requires one; sites omit it). A missing month or day is the first. Returns
+    an aware datetime, or None for anything else."""
+    match = _W3C.fullmatch(text.strip())
+    if match is None:
+        return None
+    year, month, day, hour, minute, second, fraction, zone = match.groups()
+    tz = UTC
+    if zone and zone != "Z":
+        sign = -1 if zone[0] == "-" else 1
+        digits = zone[1:].replace(":", "")
+        tz = timezone(sign * timedelta(hours=int(digits[:2]), minutes=int(digits[2:])))
+    try:
+        return datetime(
+            int(year),
+            int(month or 1),
+            int(day or 1),
+            int(hour or 0),
+            int(minute or 0),
+            int(second or 0),
+            int((fraction or "0")[:6].ljust(6, "0")),
+            tzinfo=tz,
+        )
+    except ValueError:  # month 13, day 31 of a 30-day month, hour 25, zone past 24 h
+        return None
+
+
+__all__ = [
+    "Clock",
+    "parse_w3c_datetime",
+    "rfc3339",
+    "timestamp14",
+    "timestamp17",
+    "utcnow",
+    "warc_date",
+]

@@ -25,6 +25,8 @@ from archiver.frontier.config import FrontierConfig
 from archiver.policy.credentials import credential_scope
 from archiver.policy.netguard import AddressPolicy
 from archiver.policy.scope import ScopeRules, seeds_in_order
+from archiver.policy.sitemaps import SitemapPolicy
+from archiver.timefmt import parse_w3c_datetime
 from archiver.version import __version__
 from archiver.warc.naming import safe_name_part
 
@@ -73,6 +75,31 @@ def scope_rules(s: Settings, seeds: tuple[str, ...]) -> ScopeRules:
         max_query_key_repeats=s.max_query_key_repeats,
         max_pattern_depth=s.max_pattern_depth,
         max_urls_per_host=s.max_urls_per_host,
+        extra_hops=s.extra_hops,
+        sitemaps=named_sitemaps(s),
+    )
+
+
+def named_sitemaps(s: Settings) -> tuple[str, ...]:
+    """The sitemaps of ``--sitemap``, normalised; one that is not an http(s) URL is a usage
+    error."""
+    found = []
+    for url in s.sitemap:
+        try:
+            found.append(urls.normalize_url(url))
+        except urls.InvalidURLError as exc:
+            raise SettingsError("--sitemap", f"{url!r} is not an http(s) URL: {exc}") from None
+    return seeds_in_order(found)
+
+
+def sitemap_policy(s: Settings) -> SitemapPolicy:
+    """Which sitemaps the crawl reads (robots.txt's and /sitemap.xml with --sitemaps on, the
+    named ones always) and which of their entries it keeps (--sitemap-from)."""
+    return SitemapPolicy(
+        enabled=s.sitemaps == "on",
+        max_redirects=s.max_redirects,
+        named=named_sitemaps(s),
+        newer_than=parse_w3c_datetime(s.sitemap_from) if s.sitemap_from else None,
     )
 
 
@@ -230,7 +257,25 @@ def warcinfo_fields(s: Settings, crawl_name: str) -> tuple[tuple[str, str], ...]
         ),
         ("crawl-settings", s.to_json_text()),
     ]
-    return tuple(fields)
+    return with_operator_fields(fields, s.warc_header)
+
+
+def with_operator_fields(
+    fields: list[tuple[str, str]], given: tuple[tuple[str, str], ...]
+) -> tuple[tuple[str, str], ...]:
+    """``--warc-header`` fields added to the warcinfo block (WARC 1.1 section 6.2 leaves its
+    fields open): one with the name of a field archiver writes replaces that field's value in
+    place (names compare case-insensitively, as WARC field names do); the others follow, in
+    the order given."""
+    out = list(fields)
+    index = {name.lower(): i for i, (name, _) in enumerate(out)}
+    for name, value in given:
+        at = index.get(name.lower())
+        if at is None:
+            out.append((name, value))
+        else:
+            out[at] = (out[at][0], value)
+    return tuple(out)
 
 
 def software_string() -> str:

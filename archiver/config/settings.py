@@ -30,7 +30,8 @@ from archiver.fetch.proxy import (
     redact_proxy_url,
 )
 from archiver.policy.credentials import redact_headers
-from archiver.urls import InvalidURLError, normalize_host, redact_url
+from archiver.timefmt import parse_w3c_datetime
+from archiver.urls import InvalidURLError, normalize_host, normalize_url, redact_url
 
 Parser = Callable[..., Any]
 
@@ -287,6 +288,41 @@ def parse_direct(value: Any, option: str = "") -> tuple[str, ...]:
         return parse_direct_hosts(_as_list(value, option))
     except ProxyURLError as exc:
         raise SettingsError(option, str(exc)) from None
+
+
+def parse_warc_fields(value: Any, option: str = "") -> tuple[tuple[str, str], ...]:
+    """``NAME:VALUE`` fields of a warcinfo record (WARC 1.1 section 6.2: an
+    ``application/warc-fields`` block, named fields as in the WARC header, RFC 822 style)."""
+    pairs = []
+    for item in _as_list(value, option):
+        name, sep, val = item.partition(":")
+        if not sep or not re.fullmatch(r"[!#$%&'*+.^_`|~0-9A-Za-z-]+", name.strip()):
+            raise _fail(option, "NAME:VALUE, e.g. isPartOf:my-collection", item)
+        if re.search(r"[\r\n\x00]", val):
+            raise SettingsError(option, "a warcinfo value cannot contain CR, LF or NUL")
+        pairs.append((name.strip(), val.strip()))
+    return tuple(pairs)
+
+
+def parse_urls(value: Any, option: str = "") -> tuple[str, ...]:
+    """Absolute http(s) URLs (checked here, normalised where they are used)."""
+    found = _as_list(value, option)
+    for url in found:
+        try:
+            normalize_url(url)
+        except InvalidURLError as exc:
+            raise SettingsError(option, f"{url!r} is not an http(s) URL: {exc}") from None
+    return tuple(found)
+
+
+def parse_date(value: Any, option: str = "") -> str | None:
+    """A date or W3C datetime (``YYYY-MM-DD``, ``2024-05-01T12:00Z``), kept as written."""
+    if value in (None, ""):
+        return None
+    text = parse_str(value, option).strip()
+    if parse_w3c_datetime(text) is None:
+        raise _fail(option, "a date such as 2024-05-01 or 2024-05-01T12:00:00Z", value)
+    return text
 
 
 def parse_port(value: Any, option: str = "") -> int | None:
@@ -557,6 +593,31 @@ class Settings:
         "Seed in-scope URLs from robots.txt Sitemap: lines and /sitemap.xml.",
         p_choice("on", "off"),
         choices=("on", "off"),
+    )
+    sitemap: tuple[str, ...] = setting(
+        (),
+        "scope",
+        "A sitemap to read besides those robots.txt lists (repeatable); read even with "
+        "--sitemaps off, and in scope wherever it is.",
+        parse_urls,
+        metavar="URL",
+        repeat=True,
+    )
+    sitemap_from: str | None = setting(
+        None,
+        "scope",
+        "Only queue sitemap entries whose <lastmod> is at or after this date (YYYY-MM-DD, or a "
+        "W3C datetime such as 2024-05-01T12:00Z); entries without one are kept.",
+        parse_date,
+        metavar="DATE",
+    )
+    extra_hops: int = setting(
+        0,
+        "scope",
+        "Also capture pages this many links outside the scope (with their requisites), as "
+        "Browsertrix's --extraHops; the pages they link to are not followed further.",
+        p_int(0),
+        metavar="N",
     )
 
     # [politeness]
@@ -864,6 +925,16 @@ class Settings:
     )
     description: str = setting(
         "", "warc", "Description of the crawl (warcinfo and WACZ).", parse_str, metavar="TEXT"
+    )
+    warc_header: tuple[tuple[str, str], ...] = setting(
+        (),
+        "warc",
+        "A NAME:VALUE field for the warcinfo record of every WARC file (repeatable), as wget's "
+        "and Browsertrix's --warc-header; a name archiver writes itself (operator, isPartOf, "
+        "...) takes this value instead.",
+        parse_warc_fields,
+        metavar="NAME:VALUE",
+        repeat=True,
     )
 
     # [dedup]

@@ -11,6 +11,15 @@ discovery path ends in ``M`` (Heritrix's ``Hop.MANIFEST``; redirects after it ke
 * :meth:`SitemapPolicy.children`: for a fetched sitemap, its ``<url><loc>`` entries as links
   (hop ``L``), or, for a sitemap index, its ``<sitemap><loc>`` entries as further sitemaps.
 
+* :attr:`SitemapPolicy.named`: sitemaps the operator names (``--sitemap``, one that robots.txt
+  does not list), queued with the seeds whether or not ``--sitemaps`` is on.
+
+With ``newer_than`` (``--sitemap-from``), a ``<url>`` whose ``<lastmod>`` (a W3C Datetime) is
+before that moment is left out, as Browsertrix's ``--sitemapFromDate`` (``>=`` is kept), and so
+is a sitemap index's ``<sitemap>`` entry: a sitemap file not changed since then lists nothing
+changed since then. An entry without a ``<lastmod>``, or with one that cannot be read, is kept:
+the protocol makes the field optional, and missing a changed page is the worse error.
+
 Whether a listed URL is crawled is the scope's decision, as for any link. Parsing is bounded
 against hostile input: gzip (a ``.xml.gz`` file or ``Content-Encoding: gzip``) is inflated to at
 most ``max_bytes`` (50 MiB uncompressed by default: the protocol's own limit), at most
@@ -23,12 +32,15 @@ absolute URL per line, also in the protocol) are read too.
 
 from __future__ import annotations
 
+import contextlib
 from dataclasses import dataclass, field
+from datetime import datetime
 from xml.parsers import expat
 
 from archiver import urls
 from archiver.extract.decoding import ContentDecodingError, decode_content
 from archiver.models import MAX_REDIRECTS, CrawlItem, Exchange, Hop
+from archiver.timefmt import parse_w3c_datetime
 
 #: The discovery-path letter of a sitemap document (Heritrix's ``Hop.MANIFEST``). Proposed as
 #: ``Hop.MANIFEST`` in :mod:`archiver.models`; a plain string until then.
@@ -91,6 +103,7 @@ class Sitemap:
     urls: tuple[str, ...]  #: normalised absolute http(s) URLs, in document order, unique
     truncated: bool = False  #: ``max_urls`` or ``max_bytes`` was reached
     skipped: int = 0  #: entries that were not usable http(s) URLs
+    older: int = 0  #: entries left out because their ``<lastmod>`` is before ``newer_than``
 
 
 @dataclass(frozen=True, slots=True)
@@ -109,17 +122,19 @@ def parse_sitemap(
     content_encoding: str | None = None,
     max_urls: int = MAX_URLS,
     max_bytes: int = MAX_BYTES,
+    newer_than: datetime | None = None,
 ) -> Sitemap:
     """Parse a sitemap (``urlset``), a sitemap index (``sitemapindex``) or a text sitemap.
 
     ``body`` is the entity body as sent (content coding kept); ``url`` is where it was fetched
     (``<loc>`` values are absolute in the protocol, relative ones are resolved against it).
+    ``newer_than`` leaves out XML entries whose ``<lastmod>`` is before it (see the module).
     Raises :class:`SitemapError` when the document cannot be read as a sitemap.
     """
     data, cut = _inflate(body, content_encoding, max_bytes)
     start = data.lstrip()[:5]
     if start.startswith((b"<", b"\xef\xbb\xbf<")):
-        return _parse_xml(data, url, max_urls=max_urls, cut=cut)
+        return _parse_xml(data, url, max_urls=max_urls, cut=cut, newer_than=newer_than)
     return _parse_text(data, max_urls=max_urls, cut=cut)
 
 
@@ -168,12 +183,18 @@ def _parse_text(data: bytes, *, max_urls: int, cut: bool) -> Sitemap:
 class _XmlState:
     url: str
     max_urls: int
+    newer_than: datetime | None = None
     stack: list[str] = field(default_factory=list)
     root: str | None = None
-    loc: list[str] | None = None
-    loc_chars: int = 0
+    #: text of the <loc> or <lastmod> being read (None outside them), and its length
+    text_parts: list[str] | None = None
+    text_chars: int = 0
+    #: the entry being read: its <loc> (None: none yet, "": unusable) and <lastmod>
+    loc: str | None = None
+    lastmod: str | None = None
     found: dict[str, None] = field(default_factory=dict)
     skipped: int = 0
+    older: int = 0
 
     def start(self, name: str, _attrs: dict[str, str]) -> None:
         local = name.rsplit(" ", 1)[-1]
@@ -183,30 +204,56 @@ class _XmlState:
             self.root = local
         parent = self.stack[-1] if self.stack else None
         entry = "url" if self.root == "urlset" else "sitemap"
-        # Only <loc> directly in <url>/<sitemap>: <image:loc> and friends are not entries.
-        if local == "loc" and parent == entry and len(self.stack) == 2:
-            self.loc = []
-            self.loc_chars = 0
+        # Only <loc> and <lastmod> directly in <url>/<sitemap>: <image:loc> and friends are not
+        # entries.
+        if local in ("loc", "lastmod") and parent == entry and len(self.stack) == 2:
+            self.text_parts = []
+            self.text_chars = 0
+        elif local == entry and len(self.stack) == 1:
+            self.loc = self.lastmod = None
         self.stack.append(local)
 
     def end(self, _name: str) -> None:
         local = self.stack.pop()
-        if local == "loc" and self.loc is not None:
-            text = "".join(self.loc).strip() if self.loc_chars <= MAX_LOC_CHARS else ""
-            self.loc = None
-            resolved = urls.resolve(self.url, text) if text else None
-            if resolved is None:
-                self.skipped += 1
-            elif resolved not in self.found:
-                self.found[resolved] = None
-                if len(self.found) >= self.max_urls:
-                    raise _EnoughError
+        if self.text_parts is not None and local in ("loc", "lastmod"):
+            text = "".join(self.text_parts).strip() if self.text_chars <= MAX_LOC_CHARS else ""
+            self.text_parts = None
+            if local == "loc":
+                self.loc = text
+            else:
+                self.lastmod = text
+        elif len(self.stack) == 1 and self.loc is not None:  # the end of an entry
+            loc, self.loc = self.loc, None
+            self._entry(loc, self.lastmod)
+
+    def _entry(self, loc: str, lastmod: str | None) -> None:
+        resolved = urls.resolve(self.url, loc) if loc else None
+        if resolved is None:
+            self.skipped += 1
+            return
+        if self.newer_than is not None and lastmod:
+            changed = parse_w3c_datetime(lastmod)
+            if changed is not None and changed < self.newer_than:
+                self.older += 1
+                return
+        if resolved not in self.found:
+            self.found[resolved] = None
+            if len(self.found) >= self.max_urls:
+                raise _EnoughError
+
+    def flush(self) -> None:
+        """The document ended early (damaged, or cut at ``max_bytes``): an entry whose
+        ``<loc>`` was read whole still counts."""
+        loc, self.loc = self.loc, None
+        if loc:
+            with contextlib.suppress(_EnoughError):
+                self._entry(loc, self.lastmod)
 
     def text(self, data: str) -> None:
-        if self.loc is not None:
-            self.loc_chars += len(data)
-            if self.loc_chars <= MAX_LOC_CHARS:
-                self.loc.append(data)
+        if self.text_parts is not None:
+            self.text_chars += len(data)
+            if self.text_chars <= MAX_LOC_CHARS:
+                self.text_parts.append(data)
 
 
 def _refuse_dtd(*_: object) -> int:
@@ -214,8 +261,10 @@ def _refuse_dtd(*_: object) -> int:
     raise SitemapError("document type declarations are refused in sitemaps (XML bomb defence)")
 
 
-def _parse_xml(data: bytes, url: str, *, max_urls: int, cut: bool) -> Sitemap:
-    state = _XmlState(url=url, max_urls=max_urls)
+def _parse_xml(
+    data: bytes, url: str, *, max_urls: int, cut: bool, newer_than: datetime | None = None
+) -> Sitemap:
+    state = _XmlState(url=url, max_urls=max_urls, newer_than=newer_than)
     parser = expat.ParserCreate(namespace_separator=" ")
     parser.SetParamEntityParsing(expat.XML_PARAM_ENTITY_PARSING_NEVER)
     parser.StartDoctypeDeclHandler = _refuse_dtd
@@ -231,15 +280,18 @@ def _parse_xml(data: bytes, url: str, *, max_urls: int, cut: bool) -> Sitemap:
             parser.Parse(bytes(view[offset : offset + _FEED]), False)
         if not cut:
             parser.Parse(b"", True)
+        else:
+            state.flush()
     except _EnoughError:
         truncated = True
     except expat.ExpatError as exc:
+        state.flush()
         if state.root is None or not state.found:
             raise SitemapError(f"not well-formed XML: {exc}") from None
         truncated = True  # keep what was read before the damage, as browsers keep a page
     if state.root is None:
         raise SitemapError("not a sitemap: no root element")
-    return Sitemap(state.root, tuple(state.found), truncated, state.skipped)
+    return Sitemap(state.root, tuple(state.found), truncated, state.skipped, state.older)
 
 
 @dataclass(frozen=True, slots=True)
@@ -251,12 +303,19 @@ class SitemapPolicy:
     max_bytes: int = MAX_BYTES
     max_nesting: int = MAX_NESTING
     max_redirects: int = MAX_REDIRECTS
+    #: sitemaps the operator named (``--sitemap``): fetched even with ``enabled`` off
+    named: tuple[str, ...] = ()
+    #: leave out entries whose ``<lastmod>`` is before this (``--sitemap-from``)
+    newer_than: datetime | None = None
 
     def start_items(self, seeds: tuple[str, ...] | list[str]) -> list[CrawlItem]:
-        """``/sitemap.xml`` of each seed's origin (the protocol's conventional location)."""
+        """The named sitemaps, then ``/sitemap.xml`` of each seed's origin (the protocol's
+        conventional location)."""
+        items: dict[str, CrawlItem] = {
+            url: sitemap_item(url, redirects=self.max_redirects) for url in self.named
+        }
         if not self.enabled:
-            return []
-        items: dict[str, CrawlItem] = {}
+            return list(items.values())
         for seed in seeds:
             url = urls.origin(seed) + "/sitemap.xml"
             if url not in items:
@@ -286,6 +345,7 @@ class SitemapPolicy:
                 content_encoding=exchange.header("Content-Encoding"),
                 max_urls=self.max_urls,
                 max_bytes=self.max_bytes,
+                newer_than=self.newer_than,
             )
         except SitemapError as exc:
             return SitemapResult(error=str(exc))

@@ -95,6 +95,7 @@ class Discovery:
                 kind=listed.sitemap.kind,
                 urls=len(listed.sitemap.urls),
                 skipped=listed.sitemap.skipped,
+                older=listed.sitemap.older,  # left out by --sitemap-from
                 truncated=listed.sitemap.truncated,
             )
         return list(listed.items)

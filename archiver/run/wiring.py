@@ -33,6 +33,7 @@ from archiver.config.assemble import (
     fetch_config,
     frontier_config,
     scope_rules,
+    sitemap_policy,
     warcinfo_fields,
 )
 from archiver.config.settings import Settings
@@ -198,9 +199,7 @@ async def assemble(run: Run, stages: Stages, options: Options) -> None:
         set_host_delay=frontier.set_host_delay,
         shared=stages.robots_cache,
     )
-    sitemaps = stages.sitemaps = SitemapPolicy(
-        enabled=s.sitemaps == "on", max_redirects=s.max_redirects
-    )
+    sitemaps = stages.sitemaps = sitemap_policy(s)
     policy = await address_policy(s, run.seeds)
     fetcher = stages.fetcher = Fetcher(
         fetch_config(s, run.seeds, run.cookie_file),
