@@ -2,10 +2,10 @@
 file, in grab-site's format (one regular expression per line, ``#`` comments). (pure)
 
 A URL is ignored when any pattern *searches* it (Python ``re`` syntax, as ``--exclude``). The
-patterns are compiled once per change of the file, into one alternation when they combine (one
-regex search per URL, whatever the number of lines), else into a tuple tried in turn (a line
-with a global flag such as ``(?i)`` cannot be put inside an alternation). A line that is not a
-valid regular expression is reported with its line number and left out; the others apply.
+patterns are compiled once per change of the file, into as few regexes as they combine into
+(:func:`compile_patterns`): usually one alternation, one search per URL whatever the number of
+lines. A line that is not a valid regular expression is reported with its line number and left
+out; the others apply.
 
 :class:`Exclusions` is what the crawler asks at lease time: the scope's ``--exclude`` patterns
 and the ``ignores`` together, the two reasons a URL queued earlier may no longer be wanted.
@@ -27,26 +27,23 @@ class Ignores:
     patterns: tuple[str, ...] = ()
     #: ``line N: pattern: error`` for each line that is not a valid regular expression
     errors: tuple[str, ...] = ()
-    _combined: re.Pattern[str] | None = None
-    _each: tuple[re.Pattern[str], ...] = ()
+    #: the patterns as few regexes as they combine into (see :func:`compile_patterns`)
+    regexes: tuple[re.Pattern[str], ...] = ()
 
     def search(self, url: str) -> bool:
         """True when a pattern matches anywhere in ``url``."""
-        combined = self._combined
-        if combined is not None:
-            return combined.search(url) is not None
-        return any(p.search(url) for p in self._each)
+        return any(r.search(url) for r in self.regexes)
 
     def __bool__(self) -> bool:
         return bool(self.patterns)
 
     def matcher(self) -> Callable[[str], object] | None:
         """The fastest callable answering "does a pattern match?" (truthy when one does), or
-        None when there is no pattern: the combined regex's own ``search`` when there is one."""
-        if not self.patterns:
+        None when there is no pattern: the one regex's own ``search`` when they combined."""
+        if not self.regexes:
             return None
-        if self._combined is not None:
-            return self._combined.search
+        if len(self.regexes) == 1:
+            return self.regexes[0].search
         return self.search
 
 
@@ -57,35 +54,45 @@ def parse_ignores(text: str) -> Ignores:
     """The patterns of an ``ignores`` file: blank lines and ``#`` comment lines are skipped,
     surrounding whitespace is not part of a pattern."""
     patterns: list[str] = []
-    compiled: list[re.Pattern[str]] = []
     errors: list[str] = []
     for number, line in enumerate(text.splitlines(), start=1):
         pattern = line.strip()
         if not pattern or pattern.startswith("#"):
             continue
         try:
-            compiled.append(re.compile(pattern))
+            re.compile(pattern)
         except re.error as exc:
             errors.append(f"line {number}: {pattern!r}: {exc}")
             continue
         patterns.append(pattern)
-    return compile_patterns(tuple(patterns), tuple(errors), tuple(compiled))
+    return compile_patterns(tuple(patterns), tuple(errors))
 
 
-def compile_patterns(
-    patterns: tuple[str, ...],
-    errors: tuple[str, ...] = (),
-    compiled: tuple[re.Pattern[str], ...] | None = None,
-) -> Ignores:
-    """One alternation of valid ``patterns`` when they combine, else each on its own."""
-    if not patterns:
-        return Ignores(errors=errors)
-    try:
-        combined = re.compile("|".join(f"(?:{p})" for p in patterns))
-    except re.error:  # a global flag in the middle of the alternation: try each in turn
-        each = compiled if compiled is not None else tuple(re.compile(p) for p in patterns)
-        return Ignores(patterns, errors, None, each)
-    return Ignores(patterns, errors, combined)
+_LEADING_FLAGS = re.compile(r"\(\?[aiLmsux]+\)")
+
+
+def compile_patterns(patterns: tuple[str, ...], errors: tuple[str, ...] = ()) -> Ignores:
+    """Valid ``patterns`` as few regexes as possible: one alternation per set of leading
+    global flags (a ``(?i)`` line joins the other ``(?i)`` lines), because Python refuses a
+    global flag inside an alternation, and a case-insensitive branch among case-sensitive ones
+    stops the regex engine from skipping ahead (measured 25 times slower with 100 lines). A
+    line with a global flag further in stays on its own."""
+    groups: dict[str, list[str]] = {}
+    alone: list[re.Pattern[str]] = []
+    for pattern in patterns:
+        flags = _LEADING_FLAGS.match(pattern)
+        key, body = ("", pattern) if flags is None else (flags.group(0), pattern[flags.end() :])
+        try:
+            re.compile(f"{key}(?:{body})|(?:)")  # can it be one branch of an alternation?
+        except re.error:
+            alone.append(re.compile(pattern))
+            continue
+        groups.setdefault(key, []).append(body)
+    regexes = [
+        re.compile(key + "|".join(f"(?:{body})" for body in bodies))
+        for key, bodies in groups.items()
+    ]
+    return Ignores(patterns, errors, tuple(regexes + alone))
 
 
 _IGNORED, _EXCLUDED = SkipReason.IGNORED, SkipReason.EXCLUDED  # module globals: the hot path

@@ -130,6 +130,7 @@ def test_every_subcommand_has_help(capsys: pytest.CaptureFixture[str]) -> None:
     names = sorted(subparsers())
     assert names == [
         "crawl",
+        "ignore",
         "index",
         "replay",
         "report",

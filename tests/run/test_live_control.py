@@ -80,12 +80,15 @@ def test_ignores_file_syntax() -> None:
     assert not ignores.search("http://h/a.pdf.html")
 
 
-def test_a_global_flag_is_tried_on_its_own() -> None:
-    # "(?i)" cannot sit inside an alternation: the patterns are tried one by one instead
+def test_lines_with_a_global_flag_combine_apart() -> None:
+    # "(?i)" cannot sit inside an alternation with the others: it gets one of its own
     ignores = parse_ignores("(?i)/PRIVATE/\n/tmp/\n")
     assert ignores.patterns == ("(?i)/PRIVATE/", "/tmp/")
     assert ignores.search("http://h/private/x") and ignores.search("http://h/tmp/x")
-    assert not ignores.search("http://h/public/")
+    assert not ignores.search("http://h/public/") and not ignores.search("http://h/TMP/x")
+    assert [r.pattern for r in ignores.regexes] == ["(?:/tmp/)", "(?i)(?:/PRIVATE/)"] or [
+        r.pattern for r in ignores.regexes
+    ] == ["(?i)(?:/PRIVATE/)", "(?:/tmp/)"]
 
 
 def test_exclusions_name_their_reason() -> None:
