@@ -242,7 +242,8 @@ async def test_server_errors_count_as_host_failures(make: Factory, client: aiore
 
 def test_scripts_declare_their_arguments_and_calls_are_checked() -> None:
     assert set(SCRIPTS) == {
-        "put", "claim", "ack", "release", "renew", "leave", "uncommit", "delay", "reserve"
+        "put", "claim", "ack", "release", "renew", "leave", "uncommit", "delay", "reserve",
+        "politeness",
     }  # fmt: skip
     ack = SCRIPTS["ack"]
     assert ack.argv == (
