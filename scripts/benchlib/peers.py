@@ -81,7 +81,8 @@ def frontier_choice(override: str | None) -> tuple[list[str], str]:
     """The ``--frontier`` arguments for archiver and a note saying which backend ran."""
     if override:
         return ["--frontier", override], f"--frontier {override} (chosen on the command line)"
-    if (REPO / "archiver" / "frontier" / "sqlite.py").exists():
+    frontier = REPO / "archiver" / "frontier"
+    if (frontier / "sqlite").is_dir() or (frontier / "sqlite.py").exists():  # package or module
         return [], "--frontier sqlite (the default)"
     return [
         "--frontier",
