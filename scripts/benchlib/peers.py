@@ -90,6 +90,15 @@ def frontier_choice(override: str | None) -> tuple[list[str], str]:
     ], "--frontier memory (the SQLite backend is not in this tree yet)"
 
 
+def read_summary(out: Path) -> dict[str, Any]:
+    """A crawl's summary.json, or nothing when it was not written."""
+    with contextlib.suppress(OSError, ValueError):
+        data = json.loads((out / "summary.json").read_text())
+        if isinstance(data, dict):
+            return data
+    return {}
+
+
 def politeness_off(workers: int) -> list[str]:
     """Politeness off for the benchmark: per-host concurrency = workers, no delay, no robots."""
     return [
