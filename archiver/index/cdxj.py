@@ -6,74 +6,35 @@ sort of those lines (external, so memory stays bounded for millions of captures)
 pass over the WARC files.
 
 Lines are exactly what cdxj-indexer writes for the same records (the CDXJ pywb reads): the key
-from ``surt.surt`` (what pywb binary-searches with), the 14-digit timestamp of ``WARC-Date``, and
-``{"url", "mime", "status", "digest", "length", "offset", "filename"}`` as strings in that order,
-``mime`` omitted when the response has no Content-Type (``""`` when it has an empty one),
-serialised with ``json.dumps`` defaults.
-Sorting is by UTF-8 byte order (``LC_ALL=C``); ``json.dumps`` output is ASCII, so Python string
-order is byte order.
+``surt.surt`` gives (what pywb binary-searches with; :mod:`archiver.index.surtkey` builds it), the
+14-digit timestamp of ``WARC-Date``, and ``{"url", "mime", "status", "digest", "length", "offset",
+"filename"}`` as strings in that order, ``mime`` omitted when the response has no Content-Type
+(``""`` when it has an empty one), serialised with ``json.dumps`` defaults. Sorting is by UTF-8 byte
+order (``LC_ALL=C``); ``json.dumps`` output is ASCII, so Python string order is byte order.
 """
 
 from __future__ import annotations
 
 import heapq
-import importlib.util
 import itertools
 import json
 import os
 import re
-import sys
 import tempfile
-import types
 from collections.abc import Iterable, Iterator
 from pathlib import Path
 
-
-def _import_lazily(name: str) -> None:
-    """Make ``import name`` cheap until an attribute of the module is used.
-
-    ``surt`` imports ``tldextract`` (and through it ``requests`` and ``urllib3``) at the top of
-    ``surt.handyurl`` for two methods SURT keys never call; loading them costs 0.06-0.1 s of CPU
-    on every start of the crawler, a twentieth of a small crawl. A placeholder module stands in
-    until its first attribute is asked for, which loads the real one. (``importlib.util``'s
-    ``LazyLoader`` does not help here: on Python 3.11 the ``import`` statement itself reads
-    ``__spec__`` and so triggers the load.)
-    """
-    if name in sys.modules or importlib.util.find_spec(name) is None:
-        return
-    placeholder = types.ModuleType(name, f"{name}, loaded on first use (archiver.index.cdxj)")
-
-    def load(attribute: str) -> object:
-        if sys.modules.get(name) is placeholder:
-            del sys.modules[name]
-        return getattr(importlib.import_module(name), attribute)
-
-    placeholder.__getattr__ = load  # type: ignore[method-assign]
-    sys.modules[name] = placeholder
-
-
-_import_lazily("tldextract")
-
-import surt  # noqa: E402 - after tldextract is registered as lazy
-
-from archiver.index.postquery import PostKey, post_key  # noqa: E402
-from archiver.models import WrittenRecord  # noqa: E402
-from archiver.timefmt import timestamp14  # noqa: E402
-from archiver.warc import reader as warc_reader  # noqa: E402
-from archiver.warc.records import IndexFields, cdx_mime  # noqa: E402
-from archiver.warc.writer import IndexJournal  # noqa: E402
+from archiver.index.postquery import PostKey, post_key
+from archiver.index.surtkey import surt_key
+from archiver.models import WrittenRecord
+from archiver.timefmt import timestamp14
+from archiver.warc import reader as warc_reader
+from archiver.warc.records import IndexFields, cdx_mime
+from archiver.warc.writer import IndexJournal
 
 JOURNAL_SUFFIX = ".cdxj"
 CDX11_LEGEND = " CDX N b a m s k r M S V g"
 SORT_CHUNK_LINES = 500_000
-
-
-def surt_key(url: str) -> str:
-    """The SURT key pywb and cdxj-indexer compute (falls back to the URL, as they do)."""
-    try:
-        return str(surt.surt(url))
-    except Exception:  # surt raises assorted errors on odd URLs; cdxj-indexer falls back too
-        return url
 
 
 def cdxj_line(record: WrittenRecord, url: str | None = None, post: PostKey | None = None) -> str:
