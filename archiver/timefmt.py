@@ -25,12 +25,30 @@ def utcnow() -> datetime:
     return datetime.now(UTC)
 
 
-def warc_date(moment: datetime) -> str:
-    """W3C-DTF in UTC with microseconds, as WARC/1.1 allows (section 5.4)."""
-    if moment.tzinfo is not UTC:
-        moment = moment.astimezone(UTC)
-    # isoformat is C code (this runs several times per capture): "…:05.000123+00:00" -> "…Z"
-    return moment.isoformat(timespec="microseconds")[:-6] + "Z"
+class _WarcDates:
+    """W3C-DTF in UTC with microseconds, as WARC/1.1 allows (section 5.4).
+
+    A capture's records, its fetch log line and its page entry all carry its one date: the text
+    of the last moment asked for is kept and given again for the same object. (The kept pair is
+    one tuple, replaced whole: a reader on another thread sees an old pair or a new one.)"""
+
+    __slots__ = ("_last",)
+
+    def __init__(self) -> None:
+        self._last: tuple[datetime | None, str] = (None, "")
+
+    def __call__(self, moment: datetime) -> str:
+        last = self._last
+        if last[0] is moment:
+            return last[1]
+        utc = moment if moment.tzinfo is UTC else moment.astimezone(UTC)
+        # isoformat is C code: "…:05.000123+00:00" -> "…Z"
+        text = utc.isoformat(timespec="microseconds")[:-6] + "Z"
+        self._last = (moment, text)
+        return text
+
+
+warc_date = _WarcDates()
 
 
 def timestamp14(date: str) -> str:

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import contextlib
 import json
 import os
 import signal
@@ -17,7 +18,6 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any, NoReturn
 
-from archiver.commands import status
 from archiver.commands.progress import Display
 from archiver.config.assemble import software_string
 from archiver.config.settings import Settings, load_settings, option_name, setting_fields
@@ -336,12 +336,7 @@ async def _run_crawler(settings: Settings, display: Display) -> CrawlResult:
         if crawler.layout.status_file.exists() and not settings.overwrite:
             say.write(f"archiver: resuming the crawl in {crawler.layout.root}\n")
         async with (
-            status.serving(
-                crawler,
-                settings.status_host,
-                settings.status_port,
-                stall_after=settings.stall_after or 300.0,
-            ) as server,
+            _status_server(crawler, settings) as server,
             display.watching(crawler),
         ):
             if server is not None and not settings.quiet:
@@ -350,6 +345,21 @@ async def _run_crawler(settings: Settings, display: Display) -> CrawlResult:
     finally:
         for sig in (signal.SIGINT, signal.SIGTERM):
             loop.remove_signal_handler(sig)
+
+
+def _status_server(crawler: Crawler, settings: Settings) -> Any:
+    """The status endpoint's server while the crawl runs (``--status-port``), or nothing; the
+    endpoint's modules (prometheus-client, aiohttp.web) are loaded only when asked for."""
+    if settings.status_port is None:
+        return contextlib.nullcontext(None)
+    from archiver.commands import status  # noqa: PLC0415 - only with --status-port
+
+    return status.serving(
+        crawler,
+        settings.status_host,
+        settings.status_port,
+        stall_after=settings.stall_after or 300.0,
+    )
 
 
 def _run(coro: Any) -> Any:

@@ -157,6 +157,15 @@ class CrawlLog:
     def bind(self, **values: Any) -> Any:
         return self.logger.bind(**values)
 
+    def info_event(self, event: str, fields: dict[str, Any]) -> None:
+        """Log an ``info`` event the way the bound logger does (fields, then ``event``,
+        ``level`` and ``timestamp``), without its processor chain: the per-fetch line is written
+        thousands of times a second, and structlog's machinery was most of its cost."""
+        fields["event"] = event
+        fields["level"] = "info"
+        fields["timestamp"] = _iso_now()
+        self._tee.log(fields)
+
     def flush(self) -> None:
         self._tee.flush()
 

@@ -53,15 +53,21 @@ class Outcomes:
         self._settings = context.settings
         self._stats = context.stats
         self._log = context.log
+        self._info_event = context.info_event
         self._challenged_hosts: set[str] = set()  # warned about once each
 
     def skip_log(self, via: str | None, url: str, reason: SkipReason) -> None:
-        self._log.info("skip", url=url, via=via, reason=reason.value)
+        if self._info_event is not None:  # one per link out of scope: as many as fetches
+            self._info_event("skip", {"url": url, "via": via, "reason": reason.value})
+        else:
+            self._log.info("skip", url=url, via=via, reason=reason.value)
 
-    def skipped(self, item: CrawlItem, reason: SkipReason) -> TaskResult:
+    def skipped(self, item: CrawlItem, reason: SkipReason, *, unsent: bool = False) -> TaskResult:
+        """The lease is skipped; ``unsent`` when no request at all was made for it (its
+        host's politeness booking is then given back)."""
         self._stats.skip(reason)
         self.skip_log(item.via, item.url, reason)
-        return TaskResult(Outcome.SKIPPED, reason=reason.value)
+        return TaskResult(Outcome.SKIPPED, reason=reason.value, unsent=unsent)
 
     def _retry_delay(self, item: CrawlItem) -> float:
         cap = self._settings.max_retry_after or 600.0
@@ -146,7 +152,7 @@ class Outcomes:
     def recalled(self, item: CrawlItem, ex: Exchange) -> TaskResult:
         """The URL was captured already, by a browser's request: nothing fetched again."""
         self.fetch_log(item, ex, outcome="recalled")
-        return TaskResult(Outcome.DONE, status=ex.status)
+        return TaskResult(Outcome.DONE, status=ex.status, unsent=True)
 
     def captured(self, item: CrawlItem, ex: Exchange, written: WrittenCapture) -> TaskResult:
         status = ex.status
@@ -207,7 +213,10 @@ class Outcomes:
         if worker is not None:
             event["worker"] = worker  # "worker-3": crawl.log's thread field "#003"
         event.update(extra)
-        self._log.info("fetch", **event)
+        if self._info_event is not None:
+            self._info_event("fetch", event)
+        else:
+            self._log.info("fetch", **event)
 
 
 __all__ = ["RETRY_BASE_SECONDS", "TRANSIENT", "WORKER_NAME", "Outcomes"]

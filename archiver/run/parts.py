@@ -45,6 +45,9 @@ class RunContext:
     settings: Settings
     stats: CrawlStats
     log: Any
+    #: writes an ``info`` event without the logger's processors (the per-fetch line); None:
+    #: through ``log``
+    info_event: Callable[[str, dict[str, Any]], None] | None = None
 
 
 @dataclass(frozen=True, slots=True)

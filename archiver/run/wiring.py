@@ -237,7 +237,8 @@ async def assemble(run: Run, stages: Stages, options: Options) -> None:
         browser=browser,
         exclusions=control.exclusions,
     )
-    stages.pipeline = options.pipeline_class(RunContext(s, run.stats, log), parts)
+    context = RunContext(s, run.stats, log, stages.crawl_log.info_event)
+    stages.pipeline = options.pipeline_class(context, parts)
 
 
 def live_control(run: Run, stages: Stages, scope: Scope) -> LiveControl:
