@@ -283,6 +283,10 @@ class TaskResult:
     status: int | None = None
     reason: str | None = None
     retry_after: float | None = None  #: for RETRY, and for 429/503 host backoff
+    #: no request was sent for the lease (skipped before any fetch, or answered from the
+    #: crawl's records): the host's time booked for it is given back, so a queue of URLs
+    #: dropped by an exclusion does not cost a politeness delay each
+    unsent: bool = False
 
     @property
     def host_pause(self) -> float | None:

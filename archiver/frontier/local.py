@@ -136,13 +136,14 @@ class HostScheduler:
             item = self._pop_item(host)
             if item is None:
                 continue
-            self.gate.acquire(host)
+            token = next(self._tokens)
+            self.gate.acquire(host, token)
             self.in_flight += 1
             if self._has_items(host):
                 nxt = self.gate.ready_at(host)
                 if nxt != math.inf:
                     heapq.heappush(self._heap, (nxt, next(self._seq), host))
-            return Lease(item=item, host=host, token=next(self._tokens))
+            return Lease(item=item, host=host, token=token)
         self._arm_timer(now)
         return None
 
@@ -200,12 +201,15 @@ class HostScheduler:
     def give_back(self, lease: Lease) -> None:
         """Undo a lease that no worker started (cancellation race): back to the queue front."""
         self.in_flight -= 1
+        self.gate.refund(lease.host, lease.token)
         self.gate.release(lease.host)
         self.schedule(self._requeue(lease.item, True))
 
     def returned(self, lease: Lease, result: TaskResult) -> None:
         """A leased item ended (``task_done``)."""
         self.in_flight -= 1
+        if result.unsent:
+            self.gate.refund(lease.host, lease.token)
         self.gate.release(lease.host, result)
         self.schedule(lease.host)
 

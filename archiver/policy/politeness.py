@@ -111,6 +111,7 @@ class HostState:
     delay: float | None = None  #: the host's robots.txt Crawl-delay (capped), when it has one
     failures: int = 0  #: consecutive failed fetches
     last_start: float = -math.inf  #: when the latest request to the host started
+    booking: int = -1  #: the lease that made the latest booking (-1: a reserve, or none)
 
 
 def parse_retry_after(value: str | None, *, now: datetime | None = None) -> float | None:
@@ -186,12 +187,23 @@ class HostGate:
         """Every host the gate has a state for (the ones that were fetched from)."""
         return list(self._hosts)
 
-    def acquire(self, host: str) -> None:
+    def acquire(self, host: str, booking: int = -1) -> None:
+        """A lease starts on ``host``: a slot taken and the next start pushed back by the
+        delay. ``booking`` names the lease, for :meth:`refund`."""
         state = self._state(host)
         now = self.clock()
         state.in_flight += 1
         state.last_start = max(now, state.next_start)
         state.next_start = state.last_start + self._delay(state)
+        state.booking = booking
+
+    def refund(self, host: str, booking: int) -> None:
+        """The lease ``booking`` sent no request: when no booking came after it, the host's
+        next start goes back to the start that lease had (the delay was never used)."""
+        state = self._hosts.get(host)
+        if state is not None and state.booking == booking and booking >= 0:
+            state.next_start = state.last_start
+            state.booking = -1
 
     def reserve(self, host: str) -> float:
         """Book one more request start inside a lease (the page after its robots.txt): the
@@ -201,6 +213,7 @@ class HostGate:
         start = max(now, state.next_start, state.paused_until)
         state.last_start = start
         state.next_start = start + self._delay(state)
+        state.booking = -1  # the lease's booking is used now: nothing to give back
         return start - now
 
     def release(self, host: str, result: TaskResult | None = None) -> None:

@@ -351,6 +351,7 @@ def _with_captures(result: TaskResult, captures: list[WrittenCapture]) -> TaskRe
         status=result.status,
         reason=result.reason,
         retry_after=result.retry_after,
+        unsent=result.unsent and not captures,
     )
 
 

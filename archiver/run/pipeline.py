@@ -88,15 +88,16 @@ class Pipeline:
         item = lease.item
         unwanted = self.parts.exclusions.check(item.url)  # a pattern given since it was queued
         if unwanted is not None:
-            return self.outcomes.skipped(item, unwanted)
+            return self.outcomes.skipped(item, unwanted, unsent=True)
         counts_as_page = not item.is_requisite and not is_sitemap(item)
         budget = self._over_budget(counts_as_page)
         if budget is not None:
             self.limit = budget
-            return self.outcomes.skipped(item, SkipReason.BUDGET)
+            return self.outcomes.skipped(item, SkipReason.BUDGET, unsent=True)
         if not await self._robots_allow(lease, captures):
             self._unreserve(counts_as_page)
-            return self.outcomes.skipped(item, SkipReason.ROBOTS)
+            # unsent unless robots.txt itself was fetched in this lease
+            return self.outcomes.skipped(item, SkipReason.ROBOTS, unsent=not captures)
         browsing = self.browsing
         if browsing is None:
             fetched = await self._fetch_and_record(item, captures, counts_as_page)

@@ -20,6 +20,7 @@ The backend-specific tests are test_sqlite_frontier.py and test_redis_frontier.p
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import dataclasses
 import itertools
 import time
@@ -314,6 +315,32 @@ async def test_politeness_delay_spaces_the_starts_of_a_host(h: Harness) -> None:
     lease = await asyncio.wait_for(waiting, WAIT)
     assert lease.item.url == "http://a.example/2"
     assert h.now() - started >= h.seconds(10)
+
+
+async def test_a_lease_that_sent_nothing_gives_its_delay_back(h: Harness) -> None:
+    """A URL dropped before any request (an exclusion added later, a budget, a robots.txt
+    verdict from the cache, a capture recalled from the records) costs its host no delay: the
+    next URL of the host is handed out at once, not a delay later. A later booking (another
+    lease, a reserve) keeps its spacing."""
+    frontier = await h.make(concurrency=1, delay=h.seconds(1000))
+    await frontier.put_many([item("/1"), item("/2"), item("/3"), item("/4")])
+    skipped = TaskResult(Outcome.SKIPPED, reason="ignored", unsent=True)
+    for expected in ("/1", "/2", "/3"):
+        lease = await asyncio.wait_for(frontier.get(), WAIT)
+        assert lease.item.url == "http://a.example" + expected
+        await frontier.task_done(lease, skipped)
+    # a lease that did send its request keeps the delay for the next one
+    await frontier.put_many([item("/5")])
+    lease = await asyncio.wait_for(frontier.get(), WAIT)
+    assert lease.item.url == "http://a.example/4"
+    await frontier.task_done(lease, DONE)
+    waiting = asyncio.create_task(frontier.get())
+    await h.settle(frontier)
+    await h.advance(frontier, 500)
+    assert not waiting.done()
+    waiting.cancel()
+    with contextlib.suppress(asyncio.CancelledError):
+        await waiting
 
 
 async def test_crawl_delay_from_robots_spaces_a_host(h: Harness) -> None:

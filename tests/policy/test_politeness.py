@@ -267,3 +267,26 @@ async def test_a_waiting_worker_is_woken_when_the_delay_passes() -> None:
     second = await asyncio.wait_for(frontier.get(), timeout=60)  # a hang guard
     assert loop.time() - started >= 0.04
     assert {first.item.url, second.item.url} == {"http://h.test/0", "http://h.test/1"}
+
+
+def test_a_refund_gives_back_the_latest_booking_only() -> None:
+    clock = [100.0]
+    gate = HostGate(concurrency=2, delay=10.0, clock=lambda: clock[0])
+    gate.acquire("h", 1)
+    assert gate.ready_at("h") == 110.0
+    gate.refund("h", 1)  # lease 1 sent nothing: its start is free again
+    gate.release("h")
+    assert gate.ready_at("h") == 100.0
+    gate.acquire("h", 2)
+    gate.acquire("h", 3)
+    gate.refund("h", 2)  # lease 3 booked after it: nothing to give back
+    gate.release("h")
+    assert gate.ready_at("h") == 120.0
+    gate.refund("h", 3)
+    gate.release("h")
+    assert gate.ready_at("h") == 110.0
+    gate.acquire("h", 4)
+    assert gate.reserve("h") == 20.0  # the lease's own second request (after robots.txt)
+    gate.refund("h", 4)  # a request was booked in the lease: the delay stays
+    gate.release("h")
+    assert gate.ready_at("h") == 130.0

@@ -82,6 +82,7 @@ def ack_record(lease: Lease, result: TaskResult, report: int) -> bytes:
         str(report),
         repr(-1.0 if pause is None else pause),
         repr(result.retry_after or 0.0),
+        "0" if result.unsent else "1",
         str(len(result.captures)),
         lease.host,
     ]

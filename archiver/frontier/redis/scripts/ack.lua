@@ -6,17 +6,18 @@
 -- P:commits:FILE. Returns {late, dup}.
 -- ARGV: conc, max pause, threshold, first pause, factor, commits ttl; then per outcome: record
 -- A record is NUL-separated: token, outcome (d/f/s/r), host report (0 neutral, 1 healthy,
--- 2 failing), pause seconds (or -1), retry delay, number of captures, host, then file, start,
--- end per capture, then the item.
+-- 2 failing), pause seconds (or -1), retry delay, sent (0: no request was sent, so the host's
+-- booking is given back if it is still the latest), number of captures, host, then file,
+-- start, end per capture, then the item.
 local conc, max_pause = tonumber(ARGV[1]), tonumber(ARGV[2])
 local threshold, first, factor = tonumber(ARGV[3]), tonumber(ARGV[4]), tonumber(ARGV[5])
 local commits_ttl = tonumber(ARGV[6])
 local late, dup = 0, 0
 for r = 7, #ARGV do
-  local f = fields(ARGV[r], 7)
+  local f = fields(ARGV[r], 8)
   local tok, outcome, report, pause = f[1], f[2], f[3], tonumber(f[4])
-  local delay, ncaps, host = tonumber(f[5]), tonumber(f[6]), f[7]
-  local caps = fields(f[8], 3 * ncaps)
+  local delay, sent, ncaps, host = tonumber(f[5]), f[6], tonumber(f[7]), f[8]
+  local caps = fields(f[9], 3 * ncaps)
   local item = caps[3 * ncaps + 1]
   local key = string.sub(item, 1, KEY_BYTES)
   local held = redis.call('HDEL', P .. 'lease', tok) == 1
@@ -24,8 +25,11 @@ for r = 7, #ARGV do
     redis.call('ZREM', P .. 'leases', tok)
     redis.call('HINCRBY', C, 'leased', -1)
     local hk = P .. 'host:' .. host
-    local st = redis.call('HMGET', hk, 'n', 'pause', 'fails')
+    local st = redis.call('HMGET', hk, 'n', 'pause', 'fails', 'booked', 'last')
     local fails = tonumber(st[3]) or 0
+    if sent == '0' and st[4] == tok then  -- no later booking: its time was never used
+      redis.call('HSET', hk, 'next', st[5], 'booked', 0)
+    end
     if report == '2' then
       fails = fails + 1
       if fails >= threshold then

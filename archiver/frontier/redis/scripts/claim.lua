@@ -50,7 +50,7 @@ while want > 0 and rounds < ROUNDS do
         local start = math.max(now, nxt)
         -- the crawl's delay, or the host's Crawl-delay when that is longer
         local spacing = math.max(tonumber(st[4]) or 0, delay)
-        redis.call('HSET', hk, 'n', n + 1, 'last', start, 'next', start + spacing)
+        redis.call('HSET', hk, 'n', n + 1, 'last', start, 'next', start + spacing, 'booked', tok)
         out[#out + 1] = tok .. '\0' .. host .. '\0' .. item
         claimed = claimed + 1
         want = want - 1

@@ -6,6 +6,6 @@ local hk = P .. 'host:' .. host
 local st = redis.call('HMGET', hk, 'next', 'pause', 'delay')
 local start = math.max(now, tonumber(st[1]) or 0, tonumber(st[2]) or 0)
 local spacing = math.max(tonumber(st[3]) or 0, tonumber(ARGV[3]))
-redis.call('HSET', hk, 'last', start, 'next', start + spacing)
+redis.call('HSET', hk, 'last', start, 'next', start + spacing, 'booked', 0)
 schedule(host, conc)
 return 1
