@@ -10,6 +10,7 @@ import asyncio
 import errno
 import itertools
 import os
+import uuid
 import zlib
 from base64 import b32encode
 from datetime import UTC, datetime, timedelta
@@ -24,7 +25,7 @@ from archiver.index.cdxj import writer_journal
 from archiver.models import Exchange, Original, TlsInfo
 from archiver.spool import Spool
 from archiver.warc.naming import safe_name_part
-from archiver.warc.records import RecordFactory, fields_block
+from archiver.warc.records import RecordFactory, fields_block, new_record_id
 from archiver.warc.writer import Writer, WriterConfig
 from tests.support.warcs import read_records, responses
 
@@ -301,3 +302,13 @@ async def test_write_error_is_loud_and_leaves_valid_file(tmp_path: Path) -> None
 )
 def test_safe_name_part(text: str, expected: str) -> None:
     assert safe_name_part(text) == expected
+
+
+def test_record_ids_are_random_version_4_uuids() -> None:
+    ids = {new_record_id() for _ in range(2000)}
+    assert len(ids) == 2000
+    for record_id in list(ids)[:200]:
+        assert record_id.startswith("<urn:uuid:") and record_id.endswith(">")
+        parsed = uuid.UUID(record_id[len("<urn:uuid:") : -1])
+        assert parsed.version == 4 and parsed.variant == uuid.RFC_4122
+        assert f"<urn:uuid:{parsed}>" == record_id  # the form str(uuid4()) has
