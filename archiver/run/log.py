@@ -16,10 +16,23 @@ from pathlib import Path
 from typing import IO, Any
 
 import orjson
-import structlog
 
-from archiver.run.heritrix import HeritrixLog
-from archiver.run.output import cut_torn_line
+# structlog.dev imports rich when it is installed (and through rich.traceback, pygments), only
+# to format exceptions on a console; the crawl log never asks for that, and the import cost a
+# few tens of milliseconds at every start. While structlog is imported, rich is marked
+# unimportable (a None entry in sys.modules, the documented way to block an import); afterwards
+# it imports normally for the progress display. Nothing is touched when rich is loaded already.
+_BLOCK_RICH = "rich" not in sys.modules and "structlog" not in sys.modules
+if _BLOCK_RICH:
+    sys.modules["rich"] = None  # type: ignore[assignment]
+try:
+    import structlog
+finally:
+    if _BLOCK_RICH and sys.modules.get("rich", False) is None:
+        del sys.modules["rich"]
+
+from archiver.run.heritrix import HeritrixLog  # noqa: E402
+from archiver.run.output import cut_torn_line  # noqa: E402
 
 LEVELS = {"debug": 10, "info": 20, "warning": 30, "error": 40, "critical": 50}
 
