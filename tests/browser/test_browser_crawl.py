@@ -35,6 +35,7 @@ from archiver.index.cdxj import scan_warc
 from tests.conftest import run_crawl
 from tests.support.pywb import PywbReplay
 from tests.support.redis_server import RedisServer
+from tests.support.replaywebpage import ReplayWebPage
 from tests.support.site import SiteServer
 from tests.support.spa_site import ITEMS, LAZY_IMAGES, UPLOAD, Logged, SpaSite, item_paths
 from tests.support.tools import reference_cdxj
@@ -203,6 +204,29 @@ async def test_pywb_replays_the_browser_capture_in_chromium(tmp_path: Path, spa:
             assert text in page.text, (path, page.text)
     assert forward.elsewhere == [], "the replay reached past pywb"
     assert len(spa.log) == live_requests, "the replay reached the live site"
+
+
+async def test_replaywebpage_replays_the_wacz_offline(tmp_path: Path, spa: SpaSite) -> None:
+    """ReplayWeb.page, served from 127.0.0.1 with nothing else reachable, opens the crawl's
+    WACZ in Chromium: the item pages show the text their scripts fetched, and the catalogue the
+    answers of its POST search and upload."""
+    out = tmp_path / "crawl"
+    result = await run_crawl(out, spa.url("/"), **browser_settings(browser="auto", wacz=True))
+    assert result.status == "completed", result.reason
+    (wacz,) = out.glob("*.wacz")
+    live_requests = len(spa.log)
+    async with ReplayWebPage(wacz, tmp_path / "rwp-browser") as replay:
+        home = await replay.text_of(spa.url("/"), showing("found"))
+        assert "1 found" in home and "stored 256 bytes" in home, home
+        for (_, name, text), path in zip(ITEMS, item_paths(), strict=True):
+            page = await replay.text_of(spa.url(path), showing(text))
+            assert name in page
+    assert len(spa.log) == live_requests, "the replay reached the live site"
+
+
+def showing(expected: str) -> Callable[[str], bool]:
+    """A test of the replayed text: it holds ``expected``."""
+    return lambda shown: expected in shown
 
 
 class Forwarder:
