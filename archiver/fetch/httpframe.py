@@ -28,6 +28,7 @@ MAX_SIZE_DIGITS = 16
 #: limits: the verifier must reach the same verdict on a stored body as the capture did. Below
 #: aiohttp's own cap at the default header count, so a hostile trailer section is our verdict.
 MAX_TRAILER_LINES = 128
+_HTTP = b"HTTP/"
 _HEADER_END = re.compile(rb"\r?\n\r?\n")
 _STATUS_LINE = re.compile(rb"HTTP/(\d)\.(\d)[ \t]+(\d{3})(?:[ \t]([^\r\n]*))?\r?\Z")
 _CHUNK_SIZE = re.compile(rb"[ \t]*([0-9A-Fa-f]+)[ \t]*(?:;[^\r\n]*)?\r?\n\Z")
@@ -334,18 +335,24 @@ class ResponseFramer:
         search_from = max(self._head_start, before - 3)
         self._head += view
         start = self._head_start
-        if len(self._head) - start >= 5 and self._head[start : start + 5] != b"HTTP/":
+        # A failure consumes the bytes up to the one that decided it, however the bytes were
+        # cut into pieces: the rest is not this response's (capture keeps it under its
+        # diagnostic cap, not as the response).
+        prefix = self._head[start : start + 5]
+        if not _HTTP.startswith(prefix):  # decided at the first byte that cannot start it
+            wrong = next(i for i, byte in enumerate(prefix) if byte != _HTTP[i])
             self._fail("no HTTP status line (HTTP/0.9 or not HTTP)")
-            return len(view)
+            return start + wrong + 1 - before
         match = _HEADER_END.search(self._head, search_from)
         if match is None:
             if len(self._head) > self.max_header_bytes:
                 self._too_large(f"header block larger than {self.max_header_bytes} bytes")
+                return self.max_header_bytes + 1 - before
             return len(view)
         end = match.end()
         if end > self.max_header_bytes:
             self._too_large(f"header block larger than {self.max_header_bytes} bytes")
-            return len(view)
+            return self.max_header_bytes + 1 - before
         # Bytes after the header block are fed again by the caller's loop: drop them here.
         del self._head[end:]
         block = bytes(self._head[self._head_start : match.start()])

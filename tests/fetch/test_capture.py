@@ -27,7 +27,13 @@ from aiohttp import web
 
 from archiver import digest
 from archiver.commands import verify
-from archiver.fetch.capture import TESTED_AIOHTTP_VERSIONS, RecordingResponseHandler, WireRecorder
+from archiver.fetch.capture import (
+    MAX_DIAGNOSTIC_BYTES,
+    TESTED_AIOHTTP_VERSIONS,
+    RecordingResponseHandler,
+    WireRecorder,
+)
+from archiver.fetch.httpframe import ResponseFramer, State
 from archiver.run.crawler import CrawlResult
 from tests.conftest import run_crawl
 from tests.support.pywb import PywbReplay
@@ -422,6 +428,58 @@ async def test_http09_reply_fails_without_a_record(tmp_path: Path, raw_server: R
     assert result.summary["failures"] == {"bad-response": 1}
     events = [e for e in log_events(out) if e.get("event") == "fetch"]
     assert "no HTTP status line" in str(events[0]["error"])
+
+
+@pytest.mark.parametrize("read_size", [1, 4096, 1 << 20], ids=["bytewise", "4k", "one-read"])
+def test_bytes_kept_of_a_reply_that_is_not_http_stay_under_the_diagnostic_cap(
+    read_size: int,
+) -> None:
+    """Found by fuzzing (the framer consumed a whole read once it saw no status line, so one
+    large read went into the response past the cap): whatever the reads, the first byte that
+    cannot start "HTTP/" decides and the rest is kept only up to MAX_DIAGNOSTIC_BYTES."""
+    recorder = WireRecorder()
+    wire = b"<html>" + b"x" * (1 << 20)
+    try:
+        for i in range(0, len(wire), read_size):
+            recorder.on_received(wire[i : i + read_size])
+        assert recorder.framer.failed and recorder.framer.consumed == 1
+        assert recorder.response.getvalue() == wire[:MAX_DIAGNOSTIC_BYTES]
+    finally:
+        recorder.response.close()
+
+
+@pytest.mark.parametrize(
+    "wire", [b"\x00\n\n\x00\x92", b"HTX\r\n\r\n", b"\n\nHTTP/1.1 200 OK\r\n\r\n"]
+)
+def test_a_reply_that_is_not_http_is_refused_at_the_same_byte_whatever_the_reads(
+    wire: bytes,
+) -> None:
+    """Found by fuzzing: fed byte by byte, a blank line before the fifth byte was read as the
+    end of a head with an invalid status line; fed at once, as no HTTP at all."""
+    readings = set()
+    for size in (1, 2, len(wire)):
+        framer = ResponseFramer()
+        for i in range(0, len(wire), size):
+            framer.feed(wire[i : i + size])
+        readings.add((framer.state, framer.error, framer.consumed, framer.header_length))
+    assert len(readings) == 1
+    ((state, error, _, _),) = readings
+    assert state is State.ERROR and error == "no HTTP status line (HTTP/0.9 or not HTTP)"
+
+
+@pytest.mark.parametrize("read_size", [1, 4096, 1 << 20], ids=["bytewise", "4k", "one-read"])
+def test_a_header_block_over_the_limit_is_cut_at_the_same_byte_whatever_the_reads(
+    read_size: int,
+) -> None:
+    recorder = WireRecorder(max_header_bytes=1000)
+    wire = b"HTTP/1.1 200 OK\r\n" + b"X-Long: " + b"y" * 5000 + b"\r\n\r\n"
+    try:
+        for i in range(0, len(wire), read_size):
+            recorder.on_received(wire[i : i + read_size])
+        assert recorder.framer.headers_too_large and recorder.framer.consumed == 1001
+        assert recorder.response.getvalue() == wire[:1001]
+    finally:
+        recorder.response.close()
 
 
 async def test_gzip_bomb_stored_compressed_extraction_bounded(
