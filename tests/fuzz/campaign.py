@@ -66,6 +66,12 @@ def run_target(
     before = {p for p in base.iterdir() if p.name.startswith(ARTIFACTS)}
     seeds = SEEDS / name
     log = base / "log.txt"
+    dictionary = base / "dictionary.txt"
+    dictionary.write_text(
+        "".join(
+            '"' + "".join(f"\\x{b:02x}" for b in token) + '"\n' for token in target.dictionary
+        )
+    )
     command = [
         python,
         "-m",
@@ -78,6 +84,7 @@ def run_target(
         f"-timeout={timeout}",
         f"-artifact_prefix={base}/",
         "-print_final_stats=1",
+        *([f"-dict={dictionary}"] if target.dictionary else []),
         str(corpus),
         *([str(seeds)] if seeds.is_dir() else []),
     ]

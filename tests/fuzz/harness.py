@@ -52,6 +52,10 @@ class Target:
     max_len: int = 8192
     #: one line for ``scripts/fuzz --list`` and the docs: the parser and the oracle
     summary: str = ""
+    #: tokens libFuzzer splices into inputs (``-dict``): the format's keywords
+    dictionary: tuple[bytes, ...] = ()
+    #: an input for this target from a seed document (the leading decision bytes added)
+    seed: Callable[[bytes], bytes] = bytes
 
 
 def load(name: str) -> Target:
@@ -100,6 +104,11 @@ class Bytes:
         piece = self.data[self.pos :]
         self.pos = len(self.data)
         return piece
+
+
+def whole(document: bytes) -> bytes:
+    """The input that feeds ``document`` at once: a zero decision byte, then the document."""
+    return b"\x00" + document
 
 
 def pieces(data: bytes, sizes: bytes) -> list[bytes]:

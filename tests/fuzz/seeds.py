@@ -1,0 +1,114 @@
+"""Writes the checked-in seed corpora (``tests/fuzz/corpus/TARGET``): ``python -m tests.fuzz.seeds``.
+
+Seeds come from the suite itself: the hostile and ordinary cases its tests spell out as string
+and bytes literals (read with :mod:`ast`, so a new hostile case in a test becomes a seed the next
+time this runs), the sample site's pages, and WARC files written the way the suite writes them.
+Each target keeps the literals that look like its format; sizes are capped so the corpora stay a
+few hundred KB in all.
+"""
+
+from __future__ import annotations
+
+import ast
+import gzip
+import hashlib
+import sys
+from collections.abc import Callable, Iterator
+from pathlib import Path
+
+from tests.fuzz.harness import NAMES, load
+
+ROOT = Path(__file__).resolve().parents[2]
+CORPUS = ROOT / "tests" / "fuzz" / "corpus"
+MAX_SEEDS = 80
+MAX_SEED_BYTES = 4096
+
+
+def literals(*paths: str) -> Iterator[bytes]:
+    """Every str and bytes literal of the given test files (globs under tests/), as bytes."""
+    for pattern in paths:
+        for path in sorted((ROOT / "tests").glob(pattern)):
+            tree = ast.parse(path.read_text(encoding="utf-8"))
+            for node in ast.walk(tree):
+                if isinstance(node, ast.Constant) and isinstance(node.value, str | bytes):
+                    value = node.value
+                    yield value.encode("utf-8", "surrogatepass") if isinstance(
+                        value, str
+                    ) else value
+
+
+def _has(*needles: bytes) -> Callable[[bytes], bool]:
+    return lambda value: any(n in value.lower() for n in needles)
+
+
+def _sample_site() -> Iterator[tuple[str, bytes]]:
+    from archiver.commands.sample import SITE_CSS, THEME_CSS, site_resources
+
+    for path, resource in site_resources().items():
+        yield path, resource.body
+    yield "/site.css", SITE_CSS
+    yield "/theme.css", THEME_CSS
+
+
+def _documents(name: str) -> Iterator[bytes]:  # noqa: PLR0911, PLR0912 - one branch per target
+    if name == "response":
+        yield from (v for v in literals("**/*.py") if v.startswith(b"HTTP/1."))
+    elif name == "chunked":
+        yield from literals("fetch/test_chunked.py", "commands/test_verify_chunked.py")
+        for value in literals("**/*.py"):
+            if value.startswith(b"HTTP/1.") and b"chunked" in value.lower():
+                yield value.split(b"\r\n\r\n", 1)[-1]
+    elif name == "request":
+        yield from (v for v in literals("**/*.py") if v.startswith((b"GET ", b"POST ", b"PUT ")))
+        yield b"POST / HTTP/1.1\r\nHost: a\r\nTransfer-Encoding: chunked\r\n\r\n5\r\nhello\r\n0\r\n\r\n"
+    elif name in ("html", "css", "srcset"):
+        needle = {"html": (b"<",), "css": (b"url(", b"@import"), "srcset": (b" 1x", b"w,")}
+        yield from filter(_has(*needle[name]), literals("extract/test_links.py", "**/site.py"))
+        for path, body in _sample_site():
+            if (name == "html" and path.endswith(("/", ".html"))) or (
+                name == "css" and path.endswith(".css")
+            ):
+                yield body
+    elif name == "urls":
+        for value in literals("test_units.py", "extract/test_links.py", "policy/test_scope.py"):
+            if len(value) < 200 and (b"://" in value or value[:1] in (b"/", b"?", b"#", b".")):
+                yield b"\x00" + value  # the first base, then the reference
+    elif name == "robots":
+        yield from filter(_has(b"user-agent", b"disallow"), literals("policy/test_robots.py"))
+    elif name == "sitemap":
+        for value in filter(_has(b"<urlset", b"<sitemapindex", b"http"), literals("policy/*.py")):
+            yield value
+            yield gzip.compress(value, mtime=0)
+    elif name == "cdxj":
+        yield from filter(_has(b'{"url"', b"!meta"), literals("**/*.py"))
+    elif name == "cookies":
+        yield from filter(_has(b"\ttrue\t", b"\tfalse\t"), literals("fetch/test_cookies.py"))
+    elif name == "warc":
+        from tests.fuzz.targets.warc import seed_files
+
+        yield from seed_files()
+
+
+def write(name: str) -> int:
+    target = load(name)
+    out = CORPUS / name
+    out.mkdir(parents=True, exist_ok=True)
+    seen: set[bytes] = set()
+    for document in _documents(name):
+        data = target.seed(document)[:MAX_SEED_BYTES]
+        if data in seen or not document:
+            continue
+        seen.add(data)
+        (out / hashlib.sha1(data).hexdigest()).write_bytes(data)
+        if len(seen) >= MAX_SEEDS:
+            break
+    return len(seen)
+
+
+def main(argv: list[str]) -> None:
+    for name in argv or NAMES:
+        print(f"{name}: {write(name)} seeds")
+
+
+if __name__ == "__main__":
+    main(sys.argv[1:])
