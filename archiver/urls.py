@@ -10,7 +10,8 @@ defines the behaviour browsers have, and RFC 3986 for the characters allowed on 
 
 * leading/trailing C0 controls and spaces are stripped, tabs and newlines removed anywhere
   (URL Standard, "basic URL parser", steps 1-3): a link can never inject a CR/LF into a header;
-* ``\\`` is ``/`` in http(s) URLs; scheme and host are lowercased; the default port is dropped;
+* ``\\`` is ``/`` in the authority and path of http(s) URLs (data in the query); scheme and
+  host are lowercased; the default port is dropped;
 * host: IDNA 2008 / UTS #46 A-labels (``faß.de`` -> ``xn--fa-hia.de``, as browsers and yarl do);
   IPv4 in any numeric form (``2130706433``, ``0x7f.1``, ``017700000001``) becomes dotted decimal
   (URL Standard, "IPv4 parser"), so the SSRF guard sees the address that would be connected to;
@@ -186,11 +187,23 @@ def _clean(text: str) -> str:
     return text
 
 
+def _backslashes(text: str) -> str:
+    """``text`` with ``\\`` made ``/`` before its query and fragment: the URL Standard reads a
+    backslash as a slash in the authority and path of an http(s) URL (the "special" schemes),
+    and as data in the query and fragment."""
+    end = len(text)
+    for separator in "?#":
+        found = text.find(separator)
+        if 0 <= found < end:
+            end = found
+    return text[:end].replace("\\", "/") + text[end:]
+
+
 def normalize_url(url: str) -> str:
     """The canonical absolute http(s) URL for ``url``. Raises :class:`InvalidURLError`."""
     url = _clean(url)
     try:
-        parts = urlsplit(url.replace("\\", "/") if "\\" in url else url)
+        parts = urlsplit(_backslashes(url) if "\\" in url else url)
     except ValueError as exc:
         raise InvalidURLError(str(exc)) from exc
     scheme = parts.scheme.lower()
@@ -374,7 +387,7 @@ def _join(base: str, ref: str) -> str:
 def _resolve_general(base: str, ref: str) -> str | None:
     ref = _clean(ref)
     if "\\" in ref:
-        ref = ref.replace("\\", "/")
+        ref = _backslashes(ref)
     head = ref[:12].lower()
     if ":" in head and not head.startswith(("http:", "https:")):
         scheme = head.split(":", 1)[0]

@@ -45,6 +45,7 @@ from archiver.warc.records import cdx_mime
         ("http://user:pw@host.x/", "http://host.x/"),
         ("http://a.b", "http://a.b/"),
         ("https://a.b:443/x", "https://a.b/x"),
+        ("http:\\\\a.b\\p?q=\\", "http://a.b/p?q=%5C"),
     ],
 )
 def test_normalize_url(raw: str, expected: str) -> None:
@@ -62,6 +63,9 @@ def test_normalize_url(raw: str, expected: str) -> None:
         ("?q=1", "http://a.b/dir/page.html?q=1"),
         ("#top", "http://a.b/dir/page.html"),
         ("\\\\other.c\\path", "http://other.c/path"),
+        # found by fuzzing: a backslash is a slash only before the query (URL Standard)
+        ("\\p\\q?a\\b#c\\d", "http://a.b/p/q?a%5Cb"),
+        ("?x=\\y", "http://a.b/dir/page.html?x=%5Cy"),
         ("%0D%0AWARC-Type:%20x", "http://a.b/dir/%0D%0AWARC-Type:%20x"),
     ],
 )
