@@ -38,6 +38,7 @@ DEFAULT_PORTS = {"http": 80, "https": 443}
 
 _STRIP = "".join(chr(c) for c in range(0x21))  # C0 controls and space
 _TAB_NEWLINE = re.compile(r"[\t\n\r]")
+_CONTROL_OR_SPACE = re.compile(r"[\x00-\x20]")
 # Bytes allowed unescaped in a path or query on the wire (RFC 3986 unreserved, sub-delims,
 # ':', '@', '/', '?'), plus '%' which is checked separately.
 _SAFE = frozenset(
@@ -394,7 +395,13 @@ def _resolve_general(base: str, ref: str) -> str | None:
         if re.fullmatch(r"[a-z][a-z0-9+.\-]*", scheme):
             return None
     try:
-        return normalize_url(_join(base, ref.split("#", 1)[0]))
+        joined = _join(base, ref.split("#", 1)[0])
+        if _CONTROL_OR_SPACE.search(joined):
+            # The reference was stripped as a whole (_clean); what is left inside it is data,
+            # even where cutting the fragment made it the end ("a #top" is "a%20"), so
+            # normalize_url's own stripping must not see it.
+            joined = _CONTROL_OR_SPACE.sub(lambda m: f"%{ord(m.group()):02X}", joined)
+        return normalize_url(joined)
     except (InvalidURLError, ValueError):
         return None
 

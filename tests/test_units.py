@@ -66,6 +66,10 @@ def test_normalize_url(raw: str, expected: str) -> None:
         # found by fuzzing: a backslash is a slash only before the query (URL Standard)
         ("\\p\\q?a\\b#c\\d", "http://a.b/p/q?a%5Cb"),
         ("?x=\\y", "http://a.b/dir/page.html?x=%5Cy"),
+        # found by fuzzing: what cutting the fragment leaves at the end is data, not stripped
+        ("a #top", "http://a.b/dir/a%20"),
+        ("a\x00#top", "http://a.b/dir/a%00"),
+        ("?q= #top", "http://a.b/dir/page.html?q=%20"),
         ("%0D%0AWARC-Type:%20x", "http://a.b/dir/%0D%0AWARC-Type:%20x"),
     ],
 )
