@@ -361,7 +361,9 @@ def _join(base: str, ref: str) -> str:
         else:
             rest = ref.split(":", 1)[1].lstrip("/")
             return f"{r_scheme}://{rest}"
-    if r_auth is None and r_path.startswith("//"):
+    if r_auth == "" or (r_auth is None and r_path.startswith("//")):
+        # the URL Standard skips every slash before the host of an http(s) URL ("special
+        # authority ignore slashes state"): "///x" and "http:///x" are host x
         stripped = r_path.lstrip("/")
         r_auth, _, tail = stripped.partition("/")
         r_path = "/" + tail if tail or r_path.endswith("/") else ""

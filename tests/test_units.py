@@ -70,6 +70,11 @@ def test_normalize_url(raw: str, expected: str) -> None:
         ("a #top", "http://a.b/dir/a%20"),
         ("a\x00#top", "http://a.b/dir/a%00"),
         ("?q= #top", "http://a.b/dir/page.html?q=%20"),
+        # found by fuzzing: every slash before the host of an http(s) URL is skipped
+        ("///other.c/x", "http://other.c/x"),
+        ("http:////other.c", "http://other.c/"),
+        ("https:///other.c/", "https://other.c/"),
+        ("///", None),
         ("%0D%0AWARC-Type:%20x", "http://a.b/dir/%0D%0AWARC-Type:%20x"),
     ],
 )
