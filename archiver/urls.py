@@ -119,6 +119,8 @@ def normalize_host(host: str) -> str:
         if not host.endswith("]"):
             raise InvalidURLError(f"invalid IPv6 host {host!r}")
         try:
+            if "%" in host:  # the URL Standard has no zone ids; ipaddress would take one
+                raise ValueError("zone id")
             addr = ipaddress.IPv6Address(host[1:-1])
         except ValueError as exc:
             raise InvalidURLError(f"invalid IPv6 host {host!r}") from exc
