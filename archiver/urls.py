@@ -48,6 +48,7 @@ _ALL_SAFE = re.compile(r"[A-Za-z0-9\-._~!$&'()*+,;=:@/?]*\Z")
 _BAD_ESCAPE = re.compile(r"%(?![0-9A-Fa-f]{2})")
 _HOST_ASCII = re.compile(r"[a-z0-9\-._~!$&'()*+,;=]+\Z")
 _HEX = "0123456789ABCDEF"
+_HEX_NUMBER = re.compile(r"0[xX][0-9A-Fa-f]*")
 
 
 class InvalidURLError(ValueError):
@@ -92,7 +93,8 @@ def _ipv4_from_host(host: str) -> str | None:
     if parts[-1] == "" and len(parts) > 1:
         parts.pop()
     last = parts[-1]
-    if not last or not (last.isdigit() or last[:2].lower() == "0x"):
+    # "ends in a number": digits, or 0x and hex digits; "0x7fle" is a domain
+    if not last or not (last.isdigit() or _HEX_NUMBER.fullmatch(last)):
         return None
     if len(parts) > 4:
         raise InvalidURLError(f"invalid IPv4 address {host!r}")

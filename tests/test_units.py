@@ -76,6 +76,7 @@ def test_normalize_url(raw: str, expected: str) -> None:
         ("https:///other.c/", "https://other.c/"),
         ("///", None),
         ("//[::1%25eth0]/", None),  # found by fuzzing: no IPv6 zone ids (URL Standard)
+        ("//0x7fle/", "http://0x7fle/"),  # found by fuzzing: not a number, so a domain
         ("%0D%0AWARC-Type:%20x", "http://a.b/dir/%0D%0AWARC-Type:%20x"),
     ],
 )
