@@ -266,6 +266,8 @@ def _fast_normal(url: str) -> str | None:
         return None
     if "xn--" in host or host[-1:].isdigit() or "/." in path or "%" in path:
         return None  # IDNA, possible IPv4 forms and dot segments take the full path
+    if host.rsplit(".", 1)[-1].startswith("0x"):
+        return None  # a hex IPv4 number ("0x7f", "0x")
     return url
 
 
