@@ -262,8 +262,8 @@ def _fast_normal(url: str) -> str | None:
     if match is None:
         return None
     scheme, host, port, path = match.group(1), match.group(2), match.group(3), match.group(4)
-    if port is not None and int(port[1:]) in (DEFAULT_PORTS[scheme], 0):
-        return None
+    if port is not None and (int(port[1:]) in (DEFAULT_PORTS[scheme], 0) or int(port[1:]) > 65535):
+        return None  # the default port is dropped, a port over 65535 refused, by the full path
     if "xn--" in host or host[-1:].isdigit() or "/." in path or "%" in path:
         return None  # IDNA, possible IPv4 forms and dot segments take the full path
     if host.rsplit(".", 1)[-1].startswith("0x"):

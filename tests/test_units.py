@@ -79,6 +79,7 @@ def test_normalize_url(raw: str, expected: str) -> None:
         ("//0x7fle/", "http://0x7fle/"),  # found by fuzzing: not a number, so a domain
         ("http://0x/a", "http://0.0.0.0/a"),  # found by fuzzing: the fast path took it as a name
         ("http://1.0x1a/", "http://1.0.0.26/"),
+        ("https://a.b:84432/x", None),  # found by fuzzing: the fast path took any 5 digits
         ("%0D%0AWARC-Type:%20x", "http://a.b/dir/%0D%0AWARC-Type:%20x"),
     ],
 )
