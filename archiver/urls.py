@@ -48,6 +48,7 @@ _ALL_SAFE = re.compile(r"[A-Za-z0-9\-._~!$&'()*+,;=:@/?]*\Z")
 _BAD_ESCAPE = re.compile(r"%(?![0-9A-Fa-f]{2})")
 _HOST_ASCII = re.compile(r"[a-z0-9\-._~!$&'()*+,;=]+\Z")
 _HEX = "0123456789ABCDEF"
+_RADIX_DIGITS = {8: "01234567", 10: "0123456789", 16: "0123456789abcdefABCDEF"}
 _HEX_NUMBER = re.compile(r"0[xX][0-9A-Fa-f]*")
 
 
@@ -81,10 +82,9 @@ def _parse_ipv4_number(part: str) -> int | None:
         part, base = part[1:], 8
     if part == "":
         return 0
-    try:
-        return int(part, base)
-    except ValueError:
-        return None
+    if part.strip(_RADIX_DIGITS[base]):
+        return None  # int() would also take a sign, '_' and spaces: the URL Standard does not
+    return int(part, base)
 
 
 def _ipv4_from_host(host: str) -> str | None:

@@ -80,6 +80,9 @@ def test_normalize_url(raw: str, expected: str) -> None:
         ("http://0x/a", "http://0.0.0.0/a"),  # found by fuzzing: the fast path took it as a name
         ("http://1.0x1a/", "http://1.0.0.26/"),
         ("https://a.b:84432/x", None),  # found by fuzzing: the fast path took any 5 digits
+        # found by fuzzing: int() took a sign and '_' in IPv4 numbers; the URL Standard does not
+        ("//+127.1/", None),
+        ("//1_0.1/", None),
         ("%0D%0AWARC-Type:%20x", "http://a.b/dir/%0D%0AWARC-Type:%20x"),
     ],
 )
