@@ -68,9 +68,7 @@ def run_target(
     log = base / "log.txt"
     dictionary = base / "dictionary.txt"
     dictionary.write_text(
-        "".join(
-            '"' + "".join(f"\\x{b:02x}" for b in token) + '"\n' for token in target.dictionary
-        )
+        "".join('"' + "".join(f"\\x{b:02x}" for b in token) + '"\n' for token in target.dictionary)
     )
     command = [
         python,

@@ -32,9 +32,9 @@ def literals(*paths: str) -> Iterator[bytes]:
             for node in ast.walk(tree):
                 if isinstance(node, ast.Constant) and isinstance(node.value, str | bytes):
                     value = node.value
-                    yield value.encode("utf-8", "surrogatepass") if isinstance(
-                        value, str
-                    ) else value
+                    yield (
+                        value.encode("utf-8", "surrogatepass") if isinstance(value, str) else value
+                    )
 
 
 def _has(*needles: bytes) -> Callable[[bytes], bool]:
