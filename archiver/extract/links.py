@@ -482,11 +482,12 @@ _URL_BODY = r"(?:[^\"'()\\\s]|\\[0-9A-Fa-f]{1,6}+[ \t\n\r\f]?|\\[^0-9A-Fa-f])*+"
 _CSS_TOKENS = re.compile(
     r"/\*.*?(?:\*/|\Z)"
     r"|(?<![\w-])url\(\s*+(?:"
-    rf'"(?P<url_dq>{_STRING_BODY_DQ})"'
-    rf"|'(?P<url_sq>{_STRING_BODY_SQ})'"
+    rf'"(?P<url_dq>{_STRING_BODY_DQ})(?:"|\Z)'
+    rf"|'(?P<url_sq>{_STRING_BODY_SQ})(?:'|\Z)"
     rf"|(?P<url_raw>{_URL_BODY})"
-    r")\s*\)"
-    rf'|@import\s*+(?:"(?P<import_dq>{_STRING_BODY_DQ})"|\'(?P<import_sq>{_STRING_BODY_SQ})\')'
+    r")\s*(?:\)|\Z)"
+    rf'|@import\s*+(?:"(?P<import_dq>{_STRING_BODY_DQ})(?:"|\Z)'
+    rf"|'(?P<import_sq>{_STRING_BODY_SQ})(?:'|\Z))"
     r"|(?<![\w-])(?:-webkit-)?image-set\((?P<image_set>(?:"
     rf"""[^()"']|"{_STRING_BODY_DQ}"|'{_STRING_BODY_SQ}'|\([^()]*+\)"""
     r")*+)\)"

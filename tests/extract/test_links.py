@@ -402,6 +402,11 @@ def test_refresh_url(content: str, expected: str | None) -> None:
             ["a.png", "b.png", "c.avif"],
         ),
         ("a{b:-webkit-image-set('w.png' 1x)}", ["w.png"]),
+        # found by fuzzing against tinycss2: at the end of the file (a stylesheet cut short)
+        # a url() or string is still a token (CSS Syntax, consume a url token / a string token)
+        ("a{b:url(cut.png", ["cut.png"]),
+        ("a{b:url('cut.png", ["cut.png"]),
+        ('@import "cut.css', ["cut.css"]),
     ],
 )
 def test_css_refs(css: str, expected: list[str]) -> None:
