@@ -471,9 +471,15 @@ def _skip_whitespace(text: str, position: int) -> int:
 
 # Possessive loops (``*+``) over disjoint alternatives: a scan never backtracks into a string or a
 # url(), so hostile CSS costs linear time.
-_STRING_BODY_DQ = r'(?:[^"\\\n]|\\.)*+'
-_STRING_BODY_SQ = r"(?:[^'\\\n]|\\.)*+"
-_URL_BODY = r"(?:[^\"'()\\\s]|\\[0-9A-Fa-f]{1,6}+[ \t\n\r\f]?|\\[^0-9A-Fa-f])*+"
+# a string ends at a newline (LF, CR or FF) unless it is escaped (CRLF is one newline)
+_STRING_BODY_DQ = r'(?:[^"\\\n\r\f]|\\\r\n|\\.)*+'
+_STRING_BODY_SQ = r"(?:[^'\\\n\r\f]|\\\r\n|\\.)*+"
+# CSS whitespace is space, tab and the newlines (not Python's \s, which has U+00A0 and more);
+# an unquoted url() holds no non-printable code point and no escaped newline (#consume-url-token)
+_URL_BODY = (
+    r"(?:[^\"'()\\ \t\n\r\f\x01-\x08\x0b\x0e-\x1f\x7f]"
+    r"|\\[0-9A-Fa-f]{1,6}+[ \t\n\r\f]?|\\[^0-9A-Fa-f\n\r\f])*+"
+)
 # One left-to-right scan over the CSS Syntax tokens that matter (https://www.w3.org/TR/css-syntax-3/
 # #tokenization): comments and strings are matched so that a "url(" inside them is not taken for
 # one; url() quoted or not (#consume-url-token), @import with a string, and image-set() or
@@ -481,19 +487,20 @@ _URL_BODY = r"(?:[^\"'()\\\s]|\\[0-9A-Fa-f]{1,6}+[ \t\n\r\f]?|\\[^0-9A-Fa-f])*+"
 # #image-set-notation), but not those in its type().
 _CSS_TOKENS = re.compile(
     r"/\*.*?(?:\*/|\Z)"
-    r"|(?<![\w-])url\(\s*+(?:"
+    r"|(?<![\w-])url\([ \t\n\r\f]*+(?:"
     rf'"(?P<url_dq>{_STRING_BODY_DQ})(?:"|\Z)'
     rf"|'(?P<url_sq>{_STRING_BODY_SQ})(?:'|\Z)"
     rf"|(?P<url_raw>{_URL_BODY})"
-    r")\s*(?:\)|\Z)"
-    rf'|@import\s*+(?:"(?P<import_dq>{_STRING_BODY_DQ})(?:"|\Z)'
+    r")[ \t\n\r\f]*+(?:\)|\Z)"
+    rf'|@import[ \t\n\r\f]*+(?:"(?P<import_dq>{_STRING_BODY_DQ})(?:"|\Z)'
     rf"|'(?P<import_sq>{_STRING_BODY_SQ})(?:'|\Z))"
     r"|(?<![\w-])(?:-webkit-)?image-set\((?P<image_set>(?:"
     rf"""[^()"']|"{_STRING_BODY_DQ}"|'{_STRING_BODY_SQ}'|\([^()]*+\)"""
     r")*+)\)"
     r"|(?<![\w-])type\([^()]*+\)"
-    rf'|"(?P<string_dq>{_STRING_BODY_DQ})"'
-    rf"|'(?P<string_sq>{_STRING_BODY_SQ})'",
+    # any other string, to its quote, the end of the input, or (a bad string) a newline
+    rf'|"(?P<string_dq>{_STRING_BODY_DQ})(?:"|\Z|(?=[\n\r\f]))'
+    rf"|'(?P<string_sq>{_STRING_BODY_SQ})(?:'|\Z|(?=[\n\r\f]))",
     re.IGNORECASE | re.DOTALL,
 )
 _CSS_ESCAPE = re.compile(
@@ -503,6 +510,8 @@ _CSS_ESCAPE = re.compile(
 
 def css_refs(text: str, *, strings_are_urls: bool = False) -> Iterator[str]:
     """The URL references of CSS text, escapes decoded, in order; empty ``url()`` skipped."""
+    if "\x00" in text:
+        text = text.replace("\x00", "\ufffd")  # CSS Syntax 3.3, preprocessing the input stream
     for match in _CSS_TOKENS.finditer(text):
         name = match.lastgroup
         if name is None or (name.startswith("string") and not strings_are_urls):

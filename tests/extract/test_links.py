@@ -407,6 +407,15 @@ def test_refresh_url(content: str, expected: str | None) -> None:
         ("a{b:url(cut.png", ["cut.png"]),
         ("a{b:url('cut.png", ["cut.png"]),
         ('@import "cut.css', ["cut.css"]),
+        # found by fuzzing: CSS whitespace and newlines are not Python's \s
+        ("a{b:url(nb\xa0sp.png)}", ["nb\xa0sp.png"]),
+        ("a{b:url(ctl\x01.png)}", []),  # a non-printable code point makes a bad url
+        ("a{b:url('cr\rno.png')}\nc{d:url(yes.png)}", ["yes.png"]),
+        # an unclosed string runs to the end of its line, or of the file (CSS Syntax)
+        ("a{content:'open\nb{c:url(yes.png)}", ["yes.png"]),
+        ("a{content:'open b{c:url(no.png)}", []),
+        ("a{b:url('crlf\\\r\ncontinued.png')}", ["crlfcontinued.png"]),
+        ("a{b:url(\x00)}", ["\ufffd"]),
     ],
 )
 def test_css_refs(css: str, expected: list[str]) -> None:
