@@ -480,6 +480,14 @@ _URL_BODY = (
     r"(?:[^\"'()\\ \t\n\r\f\x01-\x08\x0b\x0e-\x1f\x7f]"
     r"|\\[0-9A-Fa-f]{1,6}+[ \t\n\r\f]?|\\[^0-9A-Fa-f\n\r\f])*+"
 )
+# a name is not preceded by an ident code point (ASCII letters, digits, "_", "-", and every
+# non-ASCII code point: CSS Syntax #ident-code-point) nor an escaped one ("\:url(" is the
+# function ":url("), nor "@" or "#" ("@url(" is an at-keyword), or "myurl(" would be "url("
+_NO_IDENT_BEFORE = r"(?<![0-9A-Za-z_\-\x80-\U0010ffff@#])(?<!\\[^\n\r\f])"
+# inside type( ) and other parentheses of image-set(): strings may hold ")"
+# a string token in a function: to its quote or, a bad string, to a newline
+_STRINGS = rf""""{_STRING_BODY_DQ}(?:"|(?=[\n\r\f]))|'{_STRING_BODY_SQ}(?:'|(?=[\n\r\f]))"""
+_PAREN_BODY = rf"""(?:[^()"']|{_STRINGS})*+"""
 # One left-to-right scan over the CSS Syntax tokens that matter (https://www.w3.org/TR/css-syntax-3/
 # #tokenization): comments and strings are matched so that a "url(" inside them is not taken for
 # one; url() quoted or not (#consume-url-token), @import with a string, and image-set() or
@@ -487,20 +495,24 @@ _URL_BODY = (
 # #image-set-notation), but not those in its type().
 _CSS_TOKENS = re.compile(
     r"/\*.*?(?:\*/|\Z)"
-    r"|(?<![\w-])url\([ \t\n\r\f]*+(?:"
+    rf"|{_NO_IDENT_BEFORE}url\([ \t\n\r\f]*+(?:"
     rf'"(?P<url_dq>{_STRING_BODY_DQ})(?:"|\Z)'
     rf"|'(?P<url_sq>{_STRING_BODY_SQ})(?:'|\Z)"
     rf"|(?P<url_raw>{_URL_BODY})"
     r")[ \t\n\r\f]*+(?:\)|\Z)"
+    # a bad url (#consume-remnants-of-a-bad-url): up to its ")", no reference in it
+    rf"|{_NO_IDENT_BEFORE}url\([ \t\n\r\f]*+(?![\"'])(?:[^)\\]|\\.)*+(?:\)|\Z)"
     rf'|@import[ \t\n\r\f]*+(?:"(?P<import_dq>{_STRING_BODY_DQ})(?:"|\Z)'
     rf"|'(?P<import_sq>{_STRING_BODY_SQ})(?:'|\Z))"
-    r"|(?<![\w-])(?:-webkit-)?image-set\((?P<image_set>(?:"
-    rf"""[^()"']|"{_STRING_BODY_DQ}"|'{_STRING_BODY_SQ}'|\([^()]*+\)"""
+    rf"|{_NO_IDENT_BEFORE}(?:-webkit-)?image-set\((?P<image_set>(?:"
+    rf"""[^()"']|{_STRINGS}|\({_PAREN_BODY}\)"""
     r")*+)\)"
-    r"|(?<![\w-])type\([^()]*+\)"
-    # any other string, to its quote, the end of the input, or (a bad string) a newline
-    rf'|"(?P<string_dq>{_STRING_BODY_DQ})(?:"|\Z|(?=[\n\r\f]))'
-    rf"|'(?P<string_sq>{_STRING_BODY_SQ})(?:'|\Z|(?=[\n\r\f]))",
+    rf"|{_NO_IDENT_BEFORE}type\({_PAREN_BODY}\)"
+    # any other string, to its quote or the end of the input; a bad string (cut by a
+    # newline) is skipped as one token and is no reference; an escaped quote starts none
+    rf'|(?<!\\)"(?P<string_dq>{_STRING_BODY_DQ})(?:"|\Z)'
+    rf"|(?<!\\)'(?P<string_sq>{_STRING_BODY_SQ})(?:'|\Z)"
+    rf"|(?<!\\){_STRINGS}",
     re.IGNORECASE | re.DOTALL,
 )
 _CSS_ESCAPE = re.compile(

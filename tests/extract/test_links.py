@@ -414,6 +414,11 @@ def test_refresh_url(content: str, expected: str | None) -> None:
         # an unclosed string runs to the end of its line, or of the file (CSS Syntax)
         ("a{content:'open\nb{c:url(yes.png)}", ["yes.png"]),
         ("a{content:'open b{c:url(no.png)}", []),
+        ("a{b:url(bad(url(no.png)} c{d:url(yes.png)}", ["yes.png"]),
+        ("a{b:\ufffdurl(no.png)} c{\\:url(no.png)}", []),  # the functions "\ufffdurl(", ":url("
+        ('a{content:\\"} b{c:url(yes.png)}', ["yes.png"]),  # an escaped quote is no string
+        ("a{b:@url(no.png) #url(no.png)}", []),  # an at-keyword, a hash
+        ('a{b:image-set("a.png" type("image/x)y"), "b.png" 2x)}', ["a.png", "b.png"]),
         ("a{b:url('crlf\\\r\ncontinued.png')}", ["crlfcontinued.png"]),
         ("a{b:url(\x00)}", ["\ufffd"]),
     ],

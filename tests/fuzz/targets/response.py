@@ -109,7 +109,15 @@ def check(data: bytes) -> None:
     wire = source.rest()
     whole, whole_payload = _framer(method, wire, b"")
     framer, payload = _framer(method, wire, sizes)
-    agree(_facts(framer, payload) == _facts(whole, whole_payload), "pieces differ")
+    if framer.failed and framer.headers_complete:
+        # the chunked coding broke: the verdict and payload are the same, but where the break
+        # is noticed may differ by the rest of a line (a size too large is refused at its 17th
+        # digit when the line is still open, at its end when it came whole); capture keeps
+        # the bytes after it unframed either way
+        agree(_facts(framer, payload)[:3] == _facts(whole, whole_payload)[:3], "pieces differ")
+        agree(payload == whole_payload, "payload differs in pieces")
+    else:
+        agree(_facts(framer, payload) == _facts(whole, whole_payload), "pieces differ")
     agree(framer.consumed <= len(wire) and framer.header_length <= framer.consumed, "bounds")
     theirs = _H11(method.encode())
     theirs.receive(wire)
