@@ -478,7 +478,7 @@ _STRING_BODY_SQ = r"(?:[^'\\\n\r\f]|\\\r\n|\\.)*+"
 # an unquoted url() holds no non-printable code point and no escaped newline (#consume-url-token)
 _URL_BODY = (
     r"(?:[^\"'()\\ \t\n\r\f\x01-\x08\x0b\x0e-\x1f\x7f]"
-    r"|\\[0-9A-Fa-f]{1,6}+[ \t\n\r\f]?|\\[^0-9A-Fa-f\n\r\f])*+"
+    r"|\\[0-9A-Fa-f]{1,6}+[ \t\n\r\f]?|\\[^0-9A-Fa-f\n\r\f]|\\\Z)*+"
 )
 # a name is not preceded by an ident code point (ASCII letters, digits, "_", "-", and every
 # non-ASCII code point: CSS Syntax #ident-code-point) nor an escaped one ("\:url(" is the
