@@ -481,9 +481,9 @@ _URL_BODY = (
     r"|\\[0-9A-Fa-f]{1,6}+[ \t\n\r\f]?|\\[^0-9A-Fa-f\n\r\f]|\\\Z)*+"
 )
 # a name is not preceded by an ident code point (ASCII letters, digits, "_", "-", and every
-# non-ASCII code point: CSS Syntax #ident-code-point) nor an escaped one ("\:url(" is the
-# function ":url("), nor "@" or "#" ("@url(" is an at-keyword), or "myurl(" would be "url("
-_NO_IDENT_BEFORE = r"(?<![0-9A-Za-z_\-\x80-\U0010ffff@#])(?<!\\[^\n\r\f])"
+# non-ASCII code point: CSS Syntax #ident-code-point), an escaped one ("\:url(" is the function
+# ":url(", "d\url(" is "durl("), "@" or "#" ("@url(" is an at-keyword): "myurl(" is no "url("
+_NO_IDENT_BEFORE = r"(?<![0-9A-Za-z_\-\x80-\U0010ffff@#\\])(?<!\\[^\n\r\f])"
 # inside type( ) and other parentheses of image-set(): strings may hold ")"
 # a string token in a function: to its quote or, a bad string, to a newline
 _STRINGS = rf""""{_STRING_BODY_DQ}(?:"|(?=[\n\r\f]))|'{_STRING_BODY_SQ}(?:'|(?=[\n\r\f]))"""
