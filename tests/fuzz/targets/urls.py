@@ -48,6 +48,9 @@ DIFFERENCES = {
     "CheckJoiners off, no DNS length check) passes but IDNA 2008 refuses ('xn--', hyphens in "
     "places, bidi rule): we encode hosts with the idna package (IDNA 2008 + UTS #46), and a "
     "name it refuses cannot be registered. Checked: idna must refuse the host ada produced.",
+    "brackets-in-userinfo": "a userinfo holding '[' or ']' (percent-encoded by the URL "
+    "Standard): urllib.parse.urlsplit takes them for an IPv6 host and refuses the URL; we "
+    "drop userinfo anyway, and links carry none, so such links are refused.",
 }
 _REG_NAME = re.compile(r"[a-z0-9\-._~!$&'()*+,;=]*\Z")
 # RFC 3986 unreserved, sub-delims, ':', '@', '/', '?' stay; so do valid escapes
@@ -97,6 +100,9 @@ def check(data: bytes) -> None:
         fetchable = theirs is not None and theirs.protocol in ("http:", "https:")
         if fetchable and theirs is not None and _unresolvable(theirs.hostname):
             return  # unresolvable-host
+        userinfo = f"{theirs.username}:{theirs.password}" if theirs is not None else ""
+        if fetchable and ("%5B" in userinfo or "%5D" in userinfo):
+            return  # brackets-in-userinfo
         agree(not fetchable, "the URL Standard resolves what we refuse", theirs and theirs.href)
         return
     agree(ours.isascii() and urls.normalize_url(ours) == ours, "not a fixed point", ours)
