@@ -472,8 +472,9 @@ def _skip_whitespace(text: str, position: int) -> int:
 # Possessive loops (``*+``) over disjoint alternatives: a scan never backtracks into a string or a
 # url(), so hostile CSS costs linear time.
 # a string ends at a newline (LF, CR or FF) unless it is escaped (CRLF is one newline)
-_STRING_BODY_DQ = r'(?:[^"\\\n\r\f]|\\\r\n|\\.)*+'
-_STRING_BODY_SQ = r"(?:[^'\\\n\r\f]|\\\r\n|\\.)*+"
+# (and a backslash at the end of the input is nothing)
+_STRING_BODY_DQ = r'(?:[^"\\\n\r\f]|\\\r\n|\\.|\\\Z)*+'
+_STRING_BODY_SQ = r"(?:[^'\\\n\r\f]|\\\r\n|\\.|\\\Z)*+"
 # CSS whitespace is space, tab and the newlines (not Python's \s, which has U+00A0 and more);
 # an unquoted url() holds no non-printable code point and no escaped newline (#consume-url-token)
 _URL_BODY = (
@@ -531,7 +532,10 @@ def css_refs(text: str, *, strings_are_urls: bool = False) -> Iterator[str]:
         value = match.group(name)
         if name == "image_set":
             yield from css_refs(value, strings_are_urls=True)
-        elif value:
+            continue
+        if name != "url_raw" and (len(value) - len(value.rstrip("\\"))) % 2:
+            value = value[:-1]  # a string's backslash before the end of the input is nothing
+        if value:
             yield _css_unescape(value) if "\\" in value else value
 
 

@@ -88,7 +88,9 @@ def run_target(
     ]
     started = time.monotonic()
     with open(log, "wb") as out:
-        subprocess.run(command, cwd=ROOT, stdout=out, stderr=subprocess.STDOUT, check=False)
+        status = subprocess.run(
+            command, cwd=ROOT, stdout=out, stderr=subprocess.STDOUT, check=False
+        ).returncode
     elapsed = time.monotonic() - started
     text = log.read_bytes()
     stats = _STATS.findall(text)
@@ -97,8 +99,9 @@ def run_target(
     if done is not None:
         execs = int(done.group(1))
     crashes = sorted(p for p in base.iterdir() if p.name.startswith(ARTIFACTS) and p not in before)
-    if not stats and not crashes:
-        # no figure at all: the target never started (an import error, a bad option)
+    if not crashes and (status != 0 or not stats or b"Uncaught Python exception" in text):
+        # a failure that left no input behind (the target never started, or died while
+        # libFuzzer was stopping): the log says what happened
         crashes = [log]
     return Result(name, execs, cov, ft, corp, crashes, elapsed, log)
 
