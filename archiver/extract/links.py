@@ -495,7 +495,7 @@ _PAREN_BODY = rf"""(?:[^()"']|{_STRINGS})*+"""
 # -webkit-image-set(), whose plain strings are URLs too (https://www.w3.org/TR/css-images-4/
 # #image-set-notation), but not those in its type().
 _CSS_TOKENS = re.compile(
-    r"/\*.*?(?:\*/|\Z)"
+    r"(?<!\\)/\*.*?(?:\*/|\Z)"  # a comment ("\/*" is an escaped "/" and a "*")
     rf"|{_NO_IDENT_BEFORE}url\([ \t\n\r\f]*+(?:"
     rf'"(?P<url_dq>{_STRING_BODY_DQ})(?:"|\Z)'
     rf"|'(?P<url_sq>{_STRING_BODY_SQ})(?:'|\Z)"
