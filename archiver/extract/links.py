@@ -513,7 +513,7 @@ _CSS_TOKENS = re.compile(
     # newline) is skipped as one token and is no reference; an escaped quote starts none
     rf'|(?<!\\)"(?P<string_dq>{_STRING_BODY_DQ})(?:"|\Z)'
     rf"|(?<!\\)'(?P<string_sq>{_STRING_BODY_SQ})(?:'|\Z)"
-    rf"|(?<!\\){_STRINGS}",
+    rf"|(?<!\\)(?:{_STRINGS})",
     re.IGNORECASE | re.DOTALL,
 )
 _CSS_ESCAPE = re.compile(

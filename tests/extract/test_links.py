@@ -417,6 +417,7 @@ def test_refresh_url(content: str, expected: str | None) -> None:
         ("a{b:url(bad(url(no.png)} c{d:url(yes.png)}", ["yes.png"]),
         ("a{b:\ufffdurl(no.png)} c{\\:url(no.png)}", []),  # the functions "\ufffdurl(", ":url("
         ('a{content:\\"} b{c:url(yes.png)}', ["yes.png"]),  # an escaped quote is no string
+        ("a{content:\\'} b{c:url(yes.png)}", ["yes.png"]),
         ("a{b:@url(no.png) #url(no.png)}", []),  # an at-keyword, a hash
         ("a{b:d\\url(no.png)}", []),  # the function "durl("
         ("a{b:url(bad(url(no.png\\", []),  # a bad url to the end, a backslash last
