@@ -472,9 +472,11 @@ def _skip_whitespace(text: str, position: int) -> int:
 # Possessive loops (``*+``) over disjoint alternatives: a scan never backtracks into a string or a
 # url(), so hostile CSS costs linear time.
 # a string ends at a newline (LF, CR or FF) unless it is escaped (CRLF is one newline)
-# (and a backslash at the end of the input is nothing)
-_STRING_BODY_DQ = r'(?:[^"\\\n\r\f]|\\\r\n|\\.|\\\Z)*+'
-_STRING_BODY_SQ = r"(?:[^'\\\n\r\f]|\\\r\n|\\.|\\\Z)*+"
+# (a hex escape takes one whitespace after it, a newline too; a backslash at the end of the
+# input is nothing)
+_ESCAPE = r"\\[0-9A-Fa-f]{1,6}+(?:\r\n|[ \t\n\r\f])?|\\\r\n|\\.|\\\Z"
+_STRING_BODY_DQ = rf'(?:[^"\\\n\r\f]|{_ESCAPE})*+'
+_STRING_BODY_SQ = rf"(?:[^'\\\n\r\f]|{_ESCAPE})*+"
 # CSS whitespace is space, tab and the newlines (not Python's \s, which has U+00A0 and more);
 # an unquoted url() holds no non-printable code point and no escaped newline (#consume-url-token)
 _URL_BODY = (
