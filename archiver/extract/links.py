@@ -508,9 +508,9 @@ _CSS_TOKENS = re.compile(
     rf'|@import[ \t\n\r\f]*+(?:"(?P<import_dq>{_STRING_BODY_DQ})(?:"|\Z)'
     rf"|'(?P<import_sq>{_STRING_BODY_SQ})(?:'|\Z))"
     rf"|{_NO_IDENT_BEFORE}(?:-webkit-)?image-set\((?P<image_set>(?:"
-    rf"""[^()"']|{_STRINGS}|\({_PAREN_BODY}\)"""
-    r")*+)\)"
-    rf"|{_NO_IDENT_BEFORE}type\({_PAREN_BODY}\)"
+    rf"""[^()"']|{_STRINGS}|\({_PAREN_BODY}(?:\)|\Z)"""
+    r")*+)(?:\)|\Z)"  # the end of the input closes a function too
+    rf"|{_NO_IDENT_BEFORE}type\({_PAREN_BODY}(?:\)|\Z)"
     # any other string, to its quote or the end of the input; a bad string (cut by a
     # newline) is skipped as one token and is no reference; an escaped quote starts none
     rf'|(?<!\\)"(?P<string_dq>{_STRING_BODY_DQ})(?:"|\Z)'

@@ -424,6 +424,7 @@ def test_refresh_url(content: str, expected: str | None) -> None:
         ("@import 'cut.css\\", ["cut.css"]),  # a string to the end, a backslash last
         ("a{b:c\\/* url(yes.png) */}", ["yes.png"]),  # an escaped "/" starts no comment
         ("a{b:url('hex\\41\nA.png')}", ["hexAA.png"]),  # a hex escape takes the newline
+        ('a{b:image-set("cut.png" 1x', ["cut.png"]),  # the end of the input closes a function
         ("a{b:url(cut.png\\", ["cut.png\ufffd"]),  # a backslash at the end escapes EOF
         ('a{b:image-set("a.png" type("image/x)y"), "b.png" 2x)}', ["a.png", "b.png"]),
         ("a{b:url('crlf\\\r\ncontinued.png')}", ["crlfcontinued.png"]),
