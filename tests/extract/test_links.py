@@ -425,6 +425,7 @@ def test_refresh_url(content: str, expected: str | None) -> None:
         ("a{b:c\\/* url(yes.png) */}", ["yes.png"]),  # an escaped "/" starts no comment
         ("a{b:url('hex\\41\nA.png')}", ["hexAA.png"]),  # a hex escape takes the newline
         ('a{b:image-set("cut.png" 1x', ["cut.png"]),  # the end of the input closes a function
+        ("a{b:type(x url(no.png))}", []),
         ("a{b:url(cut.png\\", ["cut.png\ufffd"]),  # a backslash at the end escapes EOF
         ('a{b:image-set("a.png" type("image/x)y"), "b.png" 2x)}', ["a.png", "b.png"]),
         ("a{b:url('crlf\\\r\ncontinued.png')}", ["crlfcontinued.png"]),
