@@ -487,10 +487,11 @@ _URL_BODY = (
 # non-ASCII code point: CSS Syntax #ident-code-point), an escaped one ("\:url(" is the function
 # ":url(", "d\url(" is "durl("), "@" or "#" ("@url(" is an at-keyword): "myurl(" is no "url("
 _NO_IDENT_BEFORE = r"(?<![0-9A-Za-z_\-\x80-\U0010ffff@#\\])(?<!\\[^\n\r\f])"
+# a string token in a function: to its quote, the end of the input or, a bad string, to a
+# newline
+_STRINGS = rf""""{_STRING_BODY_DQ}(?:"|\Z|(?=[\n\r\f]))|'{_STRING_BODY_SQ}(?:'|\Z|(?=[\n\r\f]))"""
 # inside type( ) and other parentheses of image-set(): strings may hold ")", and a function
 # may be inside (one level)
-# a string token in a function: to its quote or, a bad string, to a newline
-_STRINGS = rf""""{_STRING_BODY_DQ}(?:"|(?=[\n\r\f]))|'{_STRING_BODY_SQ}(?:'|(?=[\n\r\f]))"""
 _PAREN_BODY = rf"""(?:[^()"']|{_STRINGS}|\([^()]*+\))*+"""
 # One left-to-right scan over the CSS Syntax tokens that matter (https://www.w3.org/TR/css-syntax-3/
 # #tokenization): comments and strings are matched so that a "url(" inside them is not taken for
