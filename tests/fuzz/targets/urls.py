@@ -46,7 +46,7 @@ DIFFERENCES = {
     "(and the characters cannot go into a Host header as they are), so we refuse such hosts.",
     "idna-2008": "a host the URL Standard's UTS #46 processing (CheckHyphens, CheckBidi and "
     "CheckJoiners off, no DNS length check) passes but IDNA 2008 refuses ('xn--', hyphens in "
-    "places, bidi rule): we encode hosts with the idna package (IDNA 2008 + UTS #46), and a "
+    "places, bidi rule, a label over 63 octets): we encode hosts with the idna package (IDNA 2008 + UTS #46), and a "
     "name it refuses cannot be registered. Checked: idna must refuse the host ada produced.",
     "brackets-in-userinfo": "a userinfo holding '[' or ']' (percent-encoded by the URL "
     "Standard): urllib.parse.urlsplit takes them for an IPv6 host and refuses the URL; we "
@@ -76,7 +76,7 @@ def _unresolvable(host: str) -> bool:
     if not _REG_NAME.match(host) or ".." in host.strip("."):
         return True  # unresolvable-host
     try:
-        idna.decode(host, uts46=True)
+        idna.encode(host, uts46=True, transitional=False)
     except (idna.IDNAError, UnicodeError):
         return True  # idna-2008
     return False
