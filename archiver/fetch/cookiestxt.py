@@ -92,7 +92,7 @@ def parse_line(text: str) -> CookieLine | None:
         raise CookieFileError("the include-subdomains and secure fields must be TRUE or FALSE")
     try:
         expiry = int(float(expires or "0"))
-    except ValueError:
+    except (ValueError, OverflowError):  # "x", "nan"; "inf", "1e400"
         raise CookieFileError(f"expiry {expires!r} is not a Unix time") from None
     domain = domain.strip().lower().lstrip(".")
     if not domain or not name.strip():

@@ -117,6 +117,9 @@ def test_cookies_txt_as_wget_curl_and_export_extensions_write_it() -> None:
         ("example.org\tTRUE\t/\tFALSE\t0", "expected 7 tab-separated fields, found 5"),
         ("example.org\tYES\t/\tFALSE\t0\ta\tb", "must be TRUE or FALSE"),
         ("example.org\tTRUE\t/\tFALSE\tnever\ta\tb", "not a Unix time"),
+        # found by fuzzing: int(float(...)) raised OverflowError past the parser
+        ("example.org\tTRUE\t/\tFALSE\tinf\ta\tb", "not a Unix time"),
+        ("example.org\tTRUE\t/\tFALSE\t1e400\ta\tb", "not a Unix time"),
         ("\tTRUE\t/\tFALSE\t0\ta\tb", "needs a domain and a name"),
     ],
 )
