@@ -97,6 +97,9 @@ def parse_line(text: str) -> CookieLine | None:
     domain = domain.strip().lower().lstrip(".")
     if not domain or not name.strip():
         raise CookieFileError("a cookie needs a domain and a name")
+    if "#" in domain or any(c.isspace() for c in domain):
+        # no host name has them; and a host-only "#x" line is a comment, ". x" reads as " x"
+        raise CookieFileError(f"domain {domain[:40]!r} is no host name")
     return CookieLine(
         domain=domain,
         host_only=not flags[0],

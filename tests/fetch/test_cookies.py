@@ -120,6 +120,9 @@ def test_cookies_txt_as_wget_curl_and_export_extensions_write_it() -> None:
         # found by fuzzing: int(float(...)) raised OverflowError past the parser
         ("example.org\tTRUE\t/\tFALSE\tinf\ta\tb", "not a Unix time"),
         ("example.org\tTRUE\t/\tFALSE\t1e400\ta\tb", "not a Unix time"),
+        # found by fuzzing: written back, a host-only ".#x" cookie became a comment line
+        (".#x\tFALSE\t/\tFALSE\t0\ta\tb", "is no host name"),
+        (". x.test\tFALSE\t/\tFALSE\t0\ta\tb", "is no host name"),
         ("\tTRUE\t/\tFALSE\t0\ta\tb", "needs a domain and a name"),
     ],
 )
