@@ -1,0 +1,231 @@
+"""The WARC reader (:mod:`archiver.warc.reader`): resume's repair of ``.open`` files, ``verify``,
+``--dedup-from`` and ``archiver index`` read every file through it.
+
+The first byte chooses the input: a file as it is, or WARC records (split where ``WARC/1.`` starts
+a record) compressed one gzip member each, as the writer writes them, then maybe cut short or
+with one bit flipped, as a crash or a disk leaves them. Oracles, on every input:
+
+* the walk ends; it yields whole records back to back from offset 0, then at most one
+  :class:`~archiver.warc.reader.Damage`, where the last record ended; nothing past the file;
+* in a gzip file every record's extent is exactly one gzip member, checked by zlib on its own
+  (one stream, its end reached, no byte after it): the reader never reads past a member;
+* every block handed to a sink has the record's Content-Length;
+* a file read without damage is read by warcio and by FastWARC with the same record
+  boundaries (offsets and lengths) and record types;
+* :func:`~archiver.warc.reader.repair` keeps a prefix that reads again without damage, made of
+  the records the walk read.
+"""
+
+from __future__ import annotations
+
+import io
+import os
+import tempfile
+import zlib
+from pathlib import Path
+
+from fastwarc.warc import ArchiveIterator as FastIterator
+from warcio.archiveiterator import ArchiveIterator
+
+from archiver.warc.reader import Damage, RecordHead, RecordInfo, _walk, iter_records, repair
+from tests.fuzz.harness import Bytes, Target, agree
+
+_SCRATCH = Path(os.environ.get("XDG_RUNTIME_DIR") or "/dev/shm")
+
+
+def build(data: bytes) -> bytes:
+    """The file the input stands for (see the module's docstring)."""
+    source = Bytes(data)
+    mode = source.byte()
+    if not mode & 1:
+        return source.rest()
+    knobs = source.take(3)
+    records = source.rest()
+    starts = [0] + [i + 4 for i in _all(records, b"\r\n\r\nWARC/1.")]
+    file = b"".join(
+        zlib_gzip(records[a:b]) for a, b in zip(starts, [*starts[1:], len(records)], strict=True)
+    )
+    if mode & 2 and len(knobs) == 3 and file:
+        where = int.from_bytes(knobs[:2], "big") % len(file)
+        file = file[:where] + bytes([file[where] ^ (1 << (knobs[2] % 8))]) + file[where + 1 :]
+    if mode & 4 and len(knobs) == 3 and file:
+        file = file[: int.from_bytes(knobs[1:], "big") % len(file)]
+    return file
+
+
+def _all(data: bytes, needle: bytes) -> list[int]:
+    found, at = [], data.find(needle)
+    while at >= 0:
+        found.append(at)
+        at = data.find(needle, at + 1)
+    return found
+
+
+def zlib_gzip(data: bytes) -> bytes:
+    compressor = zlib.compressobj(6, zlib.DEFLATED, 31)
+    return compressor.compress(data) + compressor.flush()
+
+
+def _one_member(piece: bytes) -> bool:
+    inflater = zlib.decompressobj(wbits=31)
+    try:
+        inflater.decompress(piece)
+    except zlib.error:
+        return False
+    return inflater.eof and not inflater.unused_data
+
+
+def _walk_all(file: bytes) -> tuple[list[RecordInfo], Damage | None]:
+    sizes: dict[int, int] = {}
+
+    def on_block(head: RecordHead) -> object:
+        sizes[head.offset] = 0
+
+        def sink(piece: memoryview) -> None:
+            sizes[head.offset] += len(piece)
+
+        return sink
+
+    records: list[RecordInfo] = []
+    damage: Damage | None = None
+    for item in _walk(io.BytesIO(file), 0, len(file), on_block):  # type: ignore[arg-type]
+        agree(damage is None, "something after the damage", item)
+        if isinstance(item, Damage):
+            damage = item
+        else:
+            records.append(item)
+            agree(sizes.get(item.offset) == item.content_length, "block size", item)
+        agree(len(records) <= len(file) // 10 + 1, "more records than bytes allow")
+    return records, damage
+
+
+#: Where the other readers differ from ours by design.
+DIFFERENCES = {
+    "field-rules": "our reader checks the framing (version line, 'name: value' lines, "
+    "Content-Length, the CRLF CRLF after the block, one gzip member per record); what the "
+    "fields say is verify's to judge (it reports each rule it breaks). warcio and FastWARC "
+    "refuse some field contents with an exception: then that reader is not compared (it "
+    "read nothing to compare); where it reads the file, its boundaries must be ours.",
+}
+
+
+def _ascii(kind: str) -> str:
+    """A record type compared as it is when it is printable ASCII (field-rules: a type with a
+    control character or a bare LF inside is verify's to report)."""
+    return kind if kind.isascii() and kind.isprintable() else "(odd)"
+
+
+def _same(theirs: list[tuple[object, ...]], ours: list[tuple[object, ...]]) -> bool:
+    """The same records, a type with an odd character matching any type."""
+    return len(theirs) == len(ours) and all(
+        a[:-1] == b[:-1] and (a[-1] == b[-1] or "(odd)" in (a[-1], b[-1]))
+        for a, b in zip(theirs, ours, strict=True)
+    )
+
+
+def _theirs(
+    file: bytes,
+) -> tuple[list[tuple[int, int, str]] | None, list[tuple[int, str]] | None]:
+    warcio: list[tuple[int, int, str]] | None = []
+    try:
+        iterator = ArchiveIterator(io.BytesIO(file), no_record_parse=True)  # boundaries only
+        for record in iterator:
+            record.content_stream().read()
+            kind = record.rec_type or ""
+            warcio.append(
+                (iterator.get_record_offset(), iterator.get_record_length(), _ascii(kind))
+            )
+    except Exception:  # noqa: BLE001 - field-rules: warcio refuses the file
+        warcio = None
+    try:
+        fast: list[tuple[int, str]] | None = [
+            (record.stream_pos, _ascii(record.headers.get("WARC-Type") or ""))
+            for record in FastIterator(io.BytesIO(file), parse_http=False)
+        ]
+    except Exception:  # noqa: BLE001 - field-rules: FastWARC refuses the file
+        fast = None
+    return warcio, fast
+
+
+def check(data: bytes) -> None:
+    file = build(data)
+    records, damage = _walk_all(file)
+    end = 0
+    for record in records:
+        agree(record.offset == end, "not back to back", record, end)
+        end = record.end
+        if file[:2] == b"\x1f\x8b":
+            agree(_one_member(file[record.offset : record.end]), "not one gzip member", record)
+    agree(end <= len(file), "past the file")
+    if damage is not None:
+        agree(damage.offset == end, "damage not where the last record ended", damage, end)
+    elif records:
+        agree(end == len(file), "bytes left unread")
+        warcio, fast = _theirs(file)
+        # warcio counts an uncompressed record without its CRLF CRLF terminator
+        trailer = 0 if file[:2] == b"\x1f\x8b" else 4
+        # types compared where they are ASCII (we read header bytes as UTF-8, warcio as
+        # Latin-1: WARC 1.1 section 4 allows UTF-8 in values)
+        ours = [(r.offset, r.length - trailer, _ascii(r.record_type)) for r in records]
+        if warcio is not None:
+            agree(_same(warcio, ours), "warcio reads other record boundaries", ours, warcio)
+        ours_fast = [(r.offset, _ascii(r.record_type)) for r in records]
+        if fast is not None:
+            agree(_same(fast, ours_fast), "FastWARC reads other records", ours_fast, fast)
+    if data[:1] and data[0] & 8:
+        _check_repair(file, records)
+
+
+def _check_repair(file: bytes, records: list[RecordInfo]) -> None:
+    with tempfile.TemporaryDirectory(dir=_SCRATCH) as scratch:
+        path = Path(scratch) / "x.warc.gz.open"
+        path.write_bytes(file)
+        report = repair(path)
+        kept = list(iter_records(path))
+        agree(not any(isinstance(k, Damage) for k in kept), "repair left damage", report)
+        agree(path.stat().st_size == report.kept_size, "kept size", report)
+        agree(
+            [(k.offset, k.length) for k in kept if isinstance(k, RecordInfo)]
+            == [(r.offset, r.length) for r in records[: len(kept)]],
+            "repair kept other records",
+        )
+
+
+def seed_files() -> list[bytes]:
+    """WARC files as the suite writes them (tests/warc/test_reader.py's builder), small."""
+    from tests.warc.test_reader import WarcBuilder, standard
+
+    warc = standard()
+    plain = warc.data(compress=False)
+    small = WarcBuilder()
+    small.capture("http://example.com/a")
+    revisit = WarcBuilder()
+    revisit.add("revisit", b"HTTP/1.1 200 OK\r\n\r\n", uri="http://example.com/r")
+    return [
+        b"\x01\x00\x00\x00" + plain,  # compressed by the target, member by member
+        b"\x09\x00\x00\x00" + small.data(compress=False),  # and repaired
+        b"\x03\x00\x10\x03" + small.data(compress=False),  # one bit flipped
+        b"\x05\x00\x00\x80" + small.data(compress=False),  # cut short
+        b"\x00" + plain,  # an uncompressed file
+        b"\x00" + revisit.data(),
+    ]
+
+
+TARGET = Target(
+    name="warc",
+    check=check,
+    max_len=8192,
+    summary="the WARC reader and repair; oracles: zlib member by member, warcio and FastWARC "
+    "record boundaries, repair's prefix reads clean",
+    dictionary=(
+        b"WARC/1.1\r\n",
+        b"WARC/1.0\r\n",
+        b"Content-Length: ",
+        b"WARC-Type: response\r\n",
+        b"WARC-Type: request\r\n",
+        b"WARC-Concurrent-To: ",
+        b"WARC-Record-ID: <urn:uuid:1>\r\n",
+        b"\r\n\r\n",
+        b"\x1f\x8b",
+    ),
+)
