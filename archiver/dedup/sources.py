@@ -52,6 +52,7 @@ LOOKUP_NAME = "dedup-lookup.sqlite"
 #: Bytes hashed at each end of a CDXJ for its fingerprint (size and mtime cover the middle).
 _FINGERPRINT_EDGE = 1 << 20
 _BATCH = 10_000
+_SQLITE_INT = 1 << 63
 _BUILD_CACHE_KIB = 64 * 1024
 #: A WARC header or HTTP header block larger than this is not one we wrote or can use.
 _MAX_HEAD = 256 * 1024
@@ -447,12 +448,17 @@ def _load_cdxj(con: sqlite3.Connection, source: Source, files: dict[str, int]) -
             continue
         if not isinstance(url, str) or not isinstance(filename, str):
             continue
+        if not (0 <= offset < _SQLITE_INT and 0 <= length < _SQLITE_INT):
+            continue  # no file is that long, and SQLite stores 64-bit integers only
         file_id = names.get(filename)
         if file_id is None:  # a handful of files: join paths once per file, not per line
             file_id = names[filename] = _file_id(con, files, str(source.warc_root / filename))
         digest = fields.get("digest") if isinstance(fields.get("digest"), str) else None
         status_text = str(fields.get("status", ""))
-        status = int(status_text) if status_text.isdigit() else None
+        # an HTTP status is three ASCII digits (str.isdigit also takes "²", which int refuses)
+        status = int(status_text) if status_text.isascii() and status_text.isdigit() else None
+        if status is not None and status > 999:
+            status = None
         revisit = fields.get("mime") == "warc/revisit"
         if digest and not revisit and status == 200:
             originals.append((digest, url, ts, file_id, offset, length))

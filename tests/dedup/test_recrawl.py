@@ -601,3 +601,37 @@ async def test_lookup_is_memory_bounded_and_one_indexed_query(tmp_path: Path) ->
         assert previous.depends_on() == []
     finally:
         await previous.close()
+
+
+async def test_cdxj_lines_with_fields_out_of_range_are_skipped(tmp_path: Path) -> None:
+    """Found by fuzzing: an offset past SQLite's 64-bit integers raised OverflowError, and a
+    status of Unicode digits ("²" passes str.isdigit) raised ValueError, out of the lookup
+    build: a hand-edited or foreign index stopped the run with a traceback."""
+    good = {
+        "url": "http://a.example/",
+        "digest": "sha1:GOOD",
+        "status": "200",
+        "offset": "0",
+        "length": "1",
+        "filename": "a.warc.gz",
+    }
+    lines = [
+        good,
+        {**good, "url": "http://a.example/big", "offset": str(1 << 64), "length": "1"},
+        {**good, "url": "http://a.example/sup", "status": "\u00b2"},
+        {**good, "url": "http://a.example/huge", "status": "9" * 30},
+    ]
+    cdxj = tmp_path / "all.cdxj"
+    cdxj.write_text(
+        "".join(f"a.example)/ 20240501120000 {json.dumps(line)}\n" for line in lines),
+        encoding="utf-8",
+    )
+    previous = await open_previous([cdxj])
+    await previous.close()
+    with sqlite3.connect(cdxj.with_name("all.cdxj.lookup.sqlite")) as con:
+        rows = dict(con.execute("SELECT url, status FROM urls").fetchall())
+    assert rows == {
+        "http://a.example/": 200,
+        "http://a.example/sup": None,
+        "http://a.example/huge": None,
+    }
