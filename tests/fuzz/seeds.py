@@ -81,12 +81,25 @@ def _documents(name: str) -> Iterator[bytes]:  # noqa: PLR0911, PLR0912 - one br
             yield gzip.compress(value, mtime=0)
     elif name == "cdxj":
         yield from filter(_has(b'{"url"', b"!meta"), literals("**/*.py"))
+        yield _index_of_seed_warc()
     elif name == "cookies":
         yield from filter(_has(b"\ttrue\t", b"\tfalse\t"), literals("fetch/test_cookies.py"))
     elif name == "warc":
         from tests.fuzz.targets.warc import seed_files
 
         yield from seed_files()
+
+
+def _index_of_seed_warc() -> bytes:
+    """The CDXJ archiver writes for a small WARC of the suite's (tests/warc/test_reader.py)."""
+    import tempfile
+
+    from archiver.index.cdxj import scan_warc
+    from tests.warc.test_reader import standard
+
+    with tempfile.TemporaryDirectory() as scratch:
+        path = standard().write(Path(scratch))
+        return "".join(line + "\n" for line in scan_warc(path)).encode()
 
 
 def write(name: str) -> int:
