@@ -507,7 +507,7 @@ _CSS_TOKENS = re.compile(
     r")[ \t\n\r\f]*+(?:\)|\Z)"
     # a bad url (#consume-remnants-of-a-bad-url): up to its ")", no reference in it
     rf"|{_NO_IDENT_BEFORE}url\([ \t\n\r\f]*+(?![\"'])(?:[^)\\]|\\.|\\\Z)*+(?:\)|\Z)"
-    rf'|@import[ \t\n\r\f]*+(?:"(?P<import_dq>{_STRING_BODY_DQ})(?:"|\Z)'
+    rf'|(?<!\\)@import[ \t\n\r\f]*+(?:"(?P<import_dq>{_STRING_BODY_DQ})(?:"|\Z)'
     rf"|'(?P<import_sq>{_STRING_BODY_SQ})(?:'|\Z))"
     rf"|{_NO_IDENT_BEFORE}(?:-webkit-)?image-set\((?P<image_set>(?:"
     rf"""[^()"']|{_STRINGS}|\({_PAREN_BODY}(?:\)|\Z)"""

@@ -420,6 +420,7 @@ def test_refresh_url(content: str, expected: str | None) -> None:
         ("a{content:\\'} b{c:url(yes.png)}", ["yes.png"]),
         ("a{b:@url(no.png) #url(no.png)}", []),  # an at-keyword, a hash
         ("a{b:d\\url(no.png)}", []),  # the function "durl("
+        ('a\\@import "no.css";', []),  # an escaped "@" starts no at-keyword
         ("a{b:url(bad(url(no.png\\", []),  # a bad url to the end, a backslash last
         ("@import 'cut.css\\", ["cut.css"]),  # a string to the end, a backslash last
         ("a{b:c\\/* url(yes.png) */}", ["yes.png"]),  # an escaped "/" starts no comment
