@@ -284,7 +284,7 @@ def _parse_xml(
             state.flush()
     except _EnoughError:
         truncated = True
-    except expat.ExpatError as exc:
+    except (expat.ExpatError, LookupError) as exc:  # LookupError: an unknown encoding= name
         state.flush()
         if state.root is None or not state.found:
             raise SitemapError(f"not well-formed XML: {exc}") from None

@@ -102,6 +102,8 @@ def test_text_sitemap() -> None:
         b"<urlset><url><loc>http://h.test/a",  # cut before any entry ended
         b'{"json": true}',
         gzip.compress(b"<urlset>")[:-9] + b"garbage!!",  # corrupt gzip
+        # found by fuzzing: expat raised LookupError for an encoding Python does not know
+        b'<?xml version="1.0" encoding="UTF-6"?><urlset/>',
     ],
 )
 def test_not_a_sitemap(body: bytes) -> None:
