@@ -29,9 +29,10 @@ NAMES = (
 )
 
 
-#: Third-party parsers archiver hands a target's input to: their coverage guides the fuzzer
-#: too (archiver's own code always does).
-_EXTRA_INSTRUMENTED = {"robots": ("protego",), "html": ("selectolax",)}
+#: Third-party packages archiver hands a target's input to (protego parses robots.txt for
+#: us): their coverage guides the fuzzer too. atheris instruments whole top-level packages, so
+#: all of archiver's code is instrumented; only what a target runs adds features.
+_EXTRA_INSTRUMENTED = {"robots": ("protego",)}
 
 
 def instrumented(name: str) -> tuple[str, ...]:

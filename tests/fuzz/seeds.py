@@ -1,4 +1,4 @@
-"""Writes the checked-in seed corpora (``tests/fuzz/corpus/TARGET``): ``python -m tests.fuzz.seeds``.
+"""Writes the seed corpora ``tests/fuzz/corpus/TARGET``: ``python -m tests.fuzz.seeds [TARGET...]``.
 
 Seeds come from the suite itself: the hostile and ordinary cases its tests spell out as string
 and bytes literals (read with :mod:`ast`, so a new hostile case in a test becomes a seed the next
@@ -13,10 +13,15 @@ import ast
 import gzip
 import hashlib
 import sys
+import tempfile
 from collections.abc import Callable, Iterator
 from pathlib import Path
 
+from archiver.commands.sample import SITE_CSS, THEME_CSS, site_resources
+from archiver.index.cdxj import scan_warc
 from tests.fuzz.harness import NAMES, load
+from tests.fuzz.targets.warc import seed_files
+from tests.warc.test_reader import standard
 
 ROOT = Path(__file__).resolve().parents[2]
 CORPUS = ROOT / "tests" / "fuzz" / "corpus"
@@ -42,15 +47,13 @@ def _has(*needles: bytes) -> Callable[[bytes], bool]:
 
 
 def _sample_site() -> Iterator[tuple[str, bytes]]:
-    from archiver.commands.sample import SITE_CSS, THEME_CSS, site_resources
-
     for path, resource in site_resources().items():
         yield path, resource.body
     yield "/site.css", SITE_CSS
     yield "/theme.css", THEME_CSS
 
 
-def _documents(name: str) -> Iterator[bytes]:  # noqa: PLR0911, PLR0912 - one branch per target
+def _documents(name: str) -> Iterator[bytes]:
     if name == "response":
         yield from (v for v in literals("**/*.py") if v.startswith(b"HTTP/1."))
     elif name == "chunked":
@@ -60,7 +63,10 @@ def _documents(name: str) -> Iterator[bytes]:  # noqa: PLR0911, PLR0912 - one br
                 yield value.split(b"\r\n\r\n", 1)[-1]
     elif name == "request":
         yield from (v for v in literals("**/*.py") if v.startswith((b"GET ", b"POST ", b"PUT ")))
-        yield b"POST / HTTP/1.1\r\nHost: a\r\nTransfer-Encoding: chunked\r\n\r\n5\r\nhello\r\n0\r\n\r\n"
+        yield (
+            b"POST / HTTP/1.1\r\nHost: a\r\nTransfer-Encoding: chunked\r\n\r\n"
+            b"5\r\nhello\r\n0\r\n\r\n"
+        )
     elif name in ("html", "css", "srcset"):
         needle = {"html": (b"<",), "css": (b"url(", b"@import"), "srcset": (b" 1x", b"w,")}
         yield from filter(_has(*needle[name]), literals("extract/test_links.py", "**/site.py"))
@@ -85,18 +91,11 @@ def _documents(name: str) -> Iterator[bytes]:  # noqa: PLR0911, PLR0912 - one br
     elif name == "cookies":
         yield from filter(_has(b"\ttrue\t", b"\tfalse\t"), literals("fetch/test_cookies.py"))
     elif name == "warc":
-        from tests.fuzz.targets.warc import seed_files
-
         yield from seed_files()
 
 
 def _index_of_seed_warc() -> bytes:
     """The CDXJ archiver writes for a small WARC of the suite's (tests/warc/test_reader.py)."""
-    import tempfile
-
-    from archiver.index.cdxj import scan_warc
-    from tests.warc.test_reader import standard
-
     with tempfile.TemporaryDirectory() as scratch:
         path = standard().write(Path(scratch))
         return "".join(line + "\n" for line in scan_warc(path)).encode()

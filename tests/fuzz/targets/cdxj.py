@@ -31,7 +31,7 @@ _SCRATCH = Path(os.environ.get("XDG_RUNTIME_DIR") or "/dev/shm")
 def reference(text: str) -> list[tuple[dict[str, Any], str]]:
     entries = []
     for line in re.split(r"\r\n|\r|\n", text):
-        key, sep, rest = line.partition(" ")
+        _key, sep, rest = line.partition(" ")
         ts, sep2, data = rest.partition(" ")
         if not (sep and sep2 and ts.isdigit() and data.startswith("{")):
             continue

@@ -54,9 +54,13 @@ FUZZ_STRICT = {
 _SIZE_PART = re.compile(rb"([ \t]*)([0-9A-Fa-f]+)([ \t]*)\Z")
 # RFC 9110 section 5.5: field-name ":" OWS field-value OWS, field-value = field-vchar runs
 # separated by SP / HTAB, field-vchar = VCHAR / obs-text
+_VCHARS = rb"[\x21-\x7e\x80-\xff]+"
 _FIELD = re.compile(
-    rb"[!#$%&'*+\-.^_`|~0-9A-Za-z]+:[ \t]*(?:[\x21-\x7e\x80-\xff]+(?:[ \t]+[\x21-\x7e\x80-\xff]+)*)?"
-    rb"[ \t]*\Z"
+    rb"[!#$%&'*+\-.^_`|~0-9A-Za-z]+:[ \t]*(?:"
+    + _VCHARS
+    + rb"(?:[ \t]+"
+    + _VCHARS
+    + rb")*)?[ \t]*\Z"
 )
 
 #: Fields RFC 9110 section 6.5.1 bars from trailers (they frame the message); h11 validates

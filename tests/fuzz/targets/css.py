@@ -1,5 +1,5 @@
-"""CSS references (:func:`~archiver.extract.links.css_refs`, :func:`~archiver.extract.links.extract_css`):
-``url()``, ``@import`` strings, the strings of ``image-set()``.
+"""CSS references (:func:`~archiver.extract.links.css_refs`, ``extract_css``): ``url()``,
+``@import`` strings, the strings of ``image-set()``.
 
 Oracles, on every input:
 

@@ -50,9 +50,9 @@ def check(data: bytes) -> None:
                 value = node.attributes.get(attribute)
                 if not value:
                     continue
-                url = urls.resolve(links.base, value)
-                if url is not None and url != urls.resolve(URL, ""):
-                    agree(url in found, "the walk missed a link", selector, value, url)
+                resolved = urls.resolve(links.base, value)
+                if resolved is not None and resolved != urls.resolve(URL, ""):
+                    agree(resolved in found, "the walk missed a link", selector, value, resolved)
 
 
 TARGET = Target(

@@ -59,9 +59,11 @@ class _H11:
                 elif isinstance(event, h11.EndOfMessage):
                     self.verdict = COMPLETE
                     return
-                elif event is h11.NEED_DATA or event is h11.PAUSED:
-                    return
-                elif isinstance(event, h11.ConnectionClosed):
+                elif (
+                    event is h11.NEED_DATA
+                    or event is h11.PAUSED
+                    or isinstance(event, h11.ConnectionClosed)
+                ):
                     return
         except h11.RemoteProtocolError as exc:
             self.verdict = BROKEN

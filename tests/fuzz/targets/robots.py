@@ -62,7 +62,7 @@ def reference(lines: list[str], token: str, path: str) -> bool:
             in_agents = True
             product = re.match(r"[A-Za-z_-]*", value)
             groups[-1][0].append(
-                "*" if value.startswith("*") else (product and product.group() or "").lower()
+                "*" if value.startswith("*") else ((product and product.group()) or "").lower()
             )
         elif key in ("allow", "disallow") and groups:
             in_agents = False

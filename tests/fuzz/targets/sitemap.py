@@ -34,7 +34,7 @@ def tree_entries(document: bytes) -> tuple[str, list[str]] | None:
         return None  # a DTD (refused by us, expanded by ElementTree), CDATA or a comment
     try:
         root = ET.fromstring(document)
-    except ET.ParseError:
+    except (ET.ParseError, LookupError):  # LookupError: an encoding Python does not know
         return None
     kind = _local(root.tag)
     entry = "url" if kind == "urlset" else "sitemap"

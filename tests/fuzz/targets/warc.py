@@ -22,6 +22,7 @@ import io
 import os
 import tempfile
 import zlib
+from collections.abc import Sequence
 from pathlib import Path
 
 from fastwarc.warc import ArchiveIterator as FastIterator
@@ -29,6 +30,7 @@ from warcio.archiveiterator import ArchiveIterator
 
 from archiver.warc.reader import Damage, RecordHead, RecordInfo, _walk, iter_records, repair
 from tests.fuzz.harness import Bytes, Target, agree
+from tests.warc.test_reader import WarcBuilder, standard
 
 _SCRATCH = Path(os.environ.get("XDG_RUNTIME_DIR") or "/dev/shm")
 
@@ -115,7 +117,7 @@ def _ascii(kind: str) -> str:
     return kind if kind.isascii() and kind.isprintable() else "(odd)"
 
 
-def _same(theirs: list[tuple[object, ...]], ours: list[tuple[object, ...]]) -> bool:
+def _same(theirs: Sequence[tuple[object, ...]], ours: Sequence[tuple[object, ...]]) -> bool:
     """The same records, a type with an odd character matching any type."""
     return len(theirs) == len(ours) and all(
         a[:-1] == b[:-1] and (a[-1] == b[-1] or "(odd)" in (a[-1], b[-1]))
@@ -126,23 +128,23 @@ def _same(theirs: list[tuple[object, ...]], ours: list[tuple[object, ...]]) -> b
 def _theirs(
     file: bytes,
 ) -> tuple[list[tuple[int, int, str]] | None, list[tuple[int, str]] | None]:
-    warcio: list[tuple[int, int, str]] | None = []
+    warcio: list[tuple[int, int, str]] | None = None
     try:
+        found: list[tuple[int, int, str]] = []
         iterator = ArchiveIterator(io.BytesIO(file), no_record_parse=True)  # boundaries only
         for record in iterator:
             record.content_stream().read()
             kind = record.rec_type or ""
-            warcio.append(
-                (iterator.get_record_offset(), iterator.get_record_length(), _ascii(kind))
-            )
-    except Exception:  # noqa: BLE001 - field-rules: warcio refuses the file
+            found.append((iterator.get_record_offset(), iterator.get_record_length(), _ascii(kind)))
+        warcio = found
+    except Exception:  # field-rules: warcio refuses the file (it raises assorted errors)
         warcio = None
     try:
         fast: list[tuple[int, str]] | None = [
             (record.stream_pos, _ascii(record.headers.get("WARC-Type") or ""))
             for record in FastIterator(io.BytesIO(file), parse_http=False)
         ]
-    except Exception:  # noqa: BLE001 - field-rules: FastWARC refuses the file
+    except Exception:  # field-rules: FastWARC refuses the file
         fast = None
     return warcio, fast
 
@@ -193,8 +195,6 @@ def _check_repair(file: bytes, records: list[RecordInfo]) -> None:
 
 def seed_files() -> list[bytes]:
     """WARC files as the suite writes them (tests/warc/test_reader.py's builder), small."""
-    from tests.warc.test_reader import WarcBuilder, standard
-
     warc = standard()
     plain = warc.data(compress=False)
     small = WarcBuilder()

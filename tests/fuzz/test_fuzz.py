@@ -1,0 +1,76 @@
+"""The fuzz targets in the suite: the checked-in corpus replays through every oracle, and each
+target runs briefly under atheris (``scripts/fuzz --seconds 5``) from that corpus, so a
+regression in a parser, or a disagreement with an oracle, fails the build. The long campaign
+(``scripts/fuzz --seconds 600``) is not run here; docs/fuzzing.md has its figures.
+"""
+
+from __future__ import annotations
+
+import re
+import subprocess
+from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
+
+import pytest
+
+from tests.fuzz.campaign import ROOT, SEEDS
+from tests.fuzz.harness import NAMES, load
+
+#: Seconds each target runs under atheris in the suite. A target's start (importing archiver
+#: under instrumentation, loading its corpus) costs about 6 s of CPU, so 12 targets two at a
+#: time take about 70 s on an idle 2-core machine.
+SUITE_SECONDS = 4
+_LINE = re.compile(r"(\w+): (\d+) execs, (\d+) features, (\d+) corpus, (\d+) crashes")
+
+
+def test_there_are_at_least_ten_targets_each_with_seeds() -> None:
+    assert len(NAMES) >= 10
+    for name in NAMES:
+        target = load(name)
+        assert target.summary
+        assert any((SEEDS / name).iterdir()), name
+
+
+@pytest.mark.parametrize("name", NAMES)
+def test_the_checked_in_corpus_replays_through_every_oracle(name: str) -> None:
+    """Every seed, and every input that once crashed a target (kept as a regression), goes
+    through the parser and its oracle again, without atheris."""
+    target = load(name)
+    inputs = sorted((SEEDS / name).iterdir())
+    for path in inputs:
+        target.check(path.read_bytes())
+
+
+def _fuzz_briefly(name: str, work: Path) -> str | None:
+    """Run one target for SUITE_SECONDS; None if it ran and found nothing, else what happened."""
+    result = subprocess.run(
+        [
+            str(ROOT / "scripts" / "fuzz"),
+            "--seconds",
+            str(SUITE_SECONDS),
+            "--work",
+            str(work),
+            name,
+        ],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        check=False,
+        timeout=180,
+    )
+    match = _LINE.fullmatch(result.stdout.strip())
+    ran = match is not None and match.group(1) == name and int(match.group(2)) > 0
+    if result.returncode == 0 and ran and match is not None and int(match.group(5)) == 0:
+        return None
+    log = work / name / "log.txt"
+    return result.stdout + (log.read_text(errors="replace")[-3000:] if log.exists() else "")
+
+
+def test_every_target_fuzzes_briefly_without_a_crash(tmp_path: Path) -> None:
+    """Two targets at a time (the machine has two cores): about a minute for all of them."""
+    with ThreadPoolExecutor(max_workers=2) as pool:
+        outcomes = dict(
+            zip(NAMES, pool.map(lambda n: _fuzz_briefly(n, tmp_path), NAMES), strict=True)
+        )
+    failed = {name: what for name, what in outcomes.items() if what is not None}
+    assert not failed, "\n\n".join(f"{name}:\n{what}" for name, what in failed.items())
