@@ -69,6 +69,8 @@ def parse_ignores(text: str) -> Ignores:
 
 
 _LEADING_FLAGS = re.compile(r"\(\?[aiLmsux]+\)")
+#: a numbered backreference, a named group or reference, a conditional on a group
+_GROUP_NAMES_OR_NUMBERS = re.compile(r"\\[1-9]|\(\?P[<=]|\(\?\(")
 
 
 def compile_patterns(patterns: tuple[str, ...], errors: tuple[str, ...] = ()) -> Ignores:
@@ -76,12 +78,18 @@ def compile_patterns(patterns: tuple[str, ...], errors: tuple[str, ...] = ()) ->
     global flags (a ``(?i)`` line joins the other ``(?i)`` lines), because Python refuses a
     global flag inside an alternation, and a case-insensitive branch among case-sensitive ones
     stops the regex engine from skipping ahead (measured 25 times slower with 100 lines). A
-    line with a global flag further in stays on its own."""
+    line with a global flag further in stays on its own, and so does a line that numbers or
+    names groups (its group numbers would change in an alternation)."""
     groups: dict[str, list[str]] = {}
     alone: list[re.Pattern[str]] = []
     for pattern in patterns:
         flags = _LEADING_FLAGS.match(pattern)
         key, body = ("", pattern) if flags is None else (flags.group(0), pattern[flags.end() :])
+        if _GROUP_NAMES_OR_NUMBERS.search(body):
+            # "\1" or "(?(1)..)" would mean another line's group once combined, and two lines
+            # naming a group alike cannot share a regex: such a line stays on its own
+            alone.append(re.compile(pattern))
+            continue
         try:
             re.compile(f"{key}(?:{body})|(?:)")  # can it be one branch of an alternation?
         except re.error:

@@ -91,6 +91,24 @@ def test_lines_with_a_global_flag_combine_apart() -> None:
     ] == ["(?i)(?:/PRIVATE/)", "(?:/tmp/)"]
 
 
+@pytest.mark.parametrize(
+    ("text", "url", "ignored"),
+    [
+        ("(a)\\1\n(b)\\1\n", "http://h/bb", True),  # "\1" is its own line's group
+        ("(a)\\1\n(b)\\1\n", "http://h/ba", False),
+        ("(?P<n>a)\n(?P<n>b)\n", "http://h/b", True),  # one name on two lines
+        ("(a)\n(b)(?(1)x|y)\n", "http://h/bx", True),  # a conditional on its own group
+    ],
+)
+def test_lines_that_number_or_name_groups_keep_their_meaning(
+    text: str, url: str, ignored: bool
+) -> None:
+    """Found by fuzzing (the combined regexes against each line searched alone): combined
+    into one alternation, a line's "\\1" meant the first line's group, and two lines naming
+    a group alike raised re.error out of parse_ignores."""
+    assert parse_ignores(text).search(url) is ignored
+
+
 def test_exclusions_name_their_reason() -> None:
     exclusions = Exclusions(compile_patterns(("/old/",)))
     assert exclusions.check("http://h/old/a") is SkipReason.EXCLUDED
