@@ -26,6 +26,7 @@ NAMES = (
     "warc",
     "cdxj",
     "cookies",
+    "ignores",
 )
 
 

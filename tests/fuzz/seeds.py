@@ -90,6 +90,11 @@ def _documents(name: str) -> Iterator[bytes]:
         yield _index_of_seed_warc()
     elif name == "cookies":
         yield from filter(_has(b"\ttrue\t", b"\tfalse\t"), literals("fetch/test_cookies.py"))
+    elif name == "ignores":
+        for value in literals("policy/test_ignores.py", "run/*.py"):
+            if b"\n" in value and (b"(" in value or b"\\" in value or b"^" in value):
+                yield value
+        yield b"(?i)/calendar/\n^https?://[^/]+/search\n# a comment\n(unclosed\n"
     elif name == "warc":
         yield from seed_files()
 
