@@ -169,9 +169,13 @@ class _Collector:
         url = self._cache.get(ref, "")  # "" is never a result, so it marks a miss
         if url == "" and "#" in ref:
             # the fragment is dropped anyway: "a.html#x" and "a.html#y" resolve once (long
-            # documentation pages link to dozens of anchors of the same few pages)
-            ref = ref.partition("#")[0]
-            url = self._cache.get(ref, "")
+            # documentation pages link to dozens of anchors of the same few pages); not when
+            # the cut leaves a space or control at the end, which resolving would strip as the
+            # end of the reference ("a #x" is "a%20")
+            stem = ref.partition("#")[0]
+            if stem[-1:] > " " or not stem:
+                ref = stem
+                url = self._cache.get(ref, "")
         if url == "":
             if len(ref) > MAX_REF_LENGTH:
                 url = None

@@ -193,6 +193,14 @@ def test_fragments_are_dropped() -> None:
     assert found(markup) == ([f"{E}/a"], [f"{E}/i.png"])
 
 
+def test_a_space_before_the_fragment_is_kept_as_urls_resolve_keeps_it() -> None:
+    """Found by fuzzing (every link attribute the walk reads, resolved by urls.resolve, must
+    be in the lists): cutting the fragment before resolving made "/b #x" a reference ending
+    in a space, which resolving strips; the URL Standard (and urls.resolve) keeps it."""
+    markup = '<a href="/b #x">1</a><a href="/c\x0b#y">2</a>'
+    assert found(markup) == ([f"{E}/b%20", f"{E}/c%0B"], [])
+
+
 @pytest.mark.parametrize(
     "ref",
     [
