@@ -503,7 +503,10 @@ _PAREN_BODY = rf"""(?:[^()"']|{_STRINGS}|\([^()]*+\))*+"""
 # -webkit-image-set(), whose plain strings are URLs too (https://www.w3.org/TR/css-images-4/
 # #image-set-notation), but not those in its type().
 _CSS_TOKENS = re.compile(
-    r"(?<!\\)/\*.*?(?:\*/|\Z)"  # a comment ("\/*" is an escaped "/" and a "*")
+    # an escaped code point outside a string, a token of its own: a quote, "/" or "@" it
+    # escapes starts nothing, and an escaped backslash leaves the next character as it is
+    r"\\(?:.|\Z)"
+    r"|/\*.*?(?:\*/|\Z)"
     rf"|{_NO_IDENT_BEFORE}url\([ \t\n\r\f]*+(?:"
     rf'"(?P<url_dq>{_STRING_BODY_DQ})(?:"|\Z)'
     rf"|'(?P<url_sq>{_STRING_BODY_SQ})(?:'|\Z)"
@@ -511,17 +514,17 @@ _CSS_TOKENS = re.compile(
     r")[ \t\n\r\f]*+(?:\)|\Z)"
     # a bad url (#consume-remnants-of-a-bad-url): up to its ")", no reference in it
     rf"|{_NO_IDENT_BEFORE}url\([ \t\n\r\f]*+(?![\"'])(?:[^)\\]|\\.|\\\Z)*+(?:\)|\Z)"
-    rf'|(?<!\\)@import[ \t\n\r\f]*+(?:"(?P<import_dq>{_STRING_BODY_DQ})(?:"|\Z)'
+    rf'|@import[ \t\n\r\f]*+(?:"(?P<import_dq>{_STRING_BODY_DQ})(?:"|\Z)'
     rf"|'(?P<import_sq>{_STRING_BODY_SQ})(?:'|\Z))"
     rf"|{_NO_IDENT_BEFORE}(?:-webkit-)?image-set\((?P<image_set>(?:"
     rf"""[^()"']|{_STRINGS}|\({_PAREN_BODY}(?:\)|\Z)"""
     r")*+)(?:\)|\Z)"  # the end of the input closes a function too
     rf"|{_NO_IDENT_BEFORE}type\({_PAREN_BODY}(?:\)|\Z)"
     # any other string, to its quote or the end of the input; a bad string (cut by a
-    # newline) is skipped as one token and is no reference; an escaped quote starts none
-    rf'|(?<!\\)"(?P<string_dq>{_STRING_BODY_DQ})(?:"|\Z)'
-    rf"|(?<!\\)'(?P<string_sq>{_STRING_BODY_SQ})(?:'|\Z)"
-    rf"|(?<!\\)(?:{_STRINGS})",
+    # newline) is skipped as one token and is no reference
+    rf'|"(?P<string_dq>{_STRING_BODY_DQ})(?:"|\Z)'
+    rf"|'(?P<string_sq>{_STRING_BODY_SQ})(?:'|\Z)"
+    rf"|{_STRINGS}",
     re.IGNORECASE | re.DOTALL,
 )
 _CSS_ESCAPE = re.compile(

@@ -426,6 +426,8 @@ def test_refresh_url(content: str, expected: str | None) -> None:
         ("a{b:\ufffdurl(no.png)} c{\\:url(no.png)}", []),  # the functions "\ufffdurl(", ":url("
         ('a{content:\\"} b{c:url(yes.png)}', ["yes.png"]),  # an escaped quote is no string
         ("a{content:\\'} b{c:url(yes.png)}", ["yes.png"]),
+        # found by fuzzing: an escaped backslash before a quote leaves the quote a quote
+        ('a{content:\\\\"no url(no.png)"} b{c:url(yes.png)}', ["yes.png"]),
         ("a{b:@url(no.png) #url(no.png)}", []),  # an at-keyword, a hash
         ("a{b:d\\url(no.png)}", []),  # the function "durl("
         ('a\\@import "no.css";', []),  # an escaped "@" starts no at-keyword
