@@ -648,7 +648,7 @@ async def test_a_crawl_through_redis_obeys_robots_and_crawl_delay(
     Crawl-delay applied to every start (set_host_delay, reserve)."""
     async with SiteServer() as site:
         site.add_file(
-            "/robots.txt", b"User-agent: *\nDisallow: /private\nCrawl-delay: 0.2\n", "text/plain"
+            "/robots.txt", b"User-agent: *\nDisallow: /private\nCrawl-delay: 0.5\n", "text/plain"
         )
         site.add_page("/", '<a href="/a">a</a> <a href="/b">b</a> <a href="/private/x">x</a>')
         site.add_page("/a", '<a href="/b">b</a>')
@@ -663,8 +663,10 @@ async def test_a_crawl_through_redis_obeys_robots_and_crawl_delay(
         hits = sorted(site.counters.hits, key=lambda hit: hit.started)
     assert [hit.path for hit in hits][:2] == ["/robots.txt", "/"]
     assert sorted(hit.path for hit in hits) == ["/", "/a", "/b", "/robots.txt"]
+    # the gate spaces the starts it schedules by 0.5 s; the server sees them with the jitter of
+    # a loaded machine (a request started late narrows the gap to the next): 0.1 s allowed
     starts = [hit.started for hit in hits]
-    assert min(b - a for a, b in itertools.pairwise(starts)) >= 0.18
+    assert min(b - a for a, b in itertools.pairwise(starts)) >= 0.4
     assert frontier.statistics().done == 3 and frontier.statistics().skipped == 1
 
 
