@@ -34,7 +34,7 @@ from collections.abc import Callable
 #: ``escapeOnce`` quotes the rest and decodes ``%`` escapes first, which the fast path leaves
 #: to the package; a ``#`` starts the fragment it drops).
 _PLAIN = re.compile(r'[!"$&-~]*')
-_WWW = re.compile(r"www\d*\.")
+_WWW = re.compile(r"^www\d*\.")
 _DOTTED_QUAD = re.compile(
     r"(?:25[0-5]|2[0-4]\d|1\d\d|[1-9]?\d)(?:\.(?:25[0-5]|2[0-4]\d|1\d\d|[1-9]?\d)){3}"
 )
@@ -91,7 +91,7 @@ def _fast_key(url: str) -> str | None:
         return None
     if ".." in host:
         return None
-    host = _WWW.sub("", host, count=1) if host.startswith("www") else host
+    host = _WWW.sub("", host, count=1)
     key = ",".join(reversed(host.split("."))) + port_part + ")" + _path(path.lower())
     if query:
         key += "?" + _sorted_query(query.lower())

@@ -73,6 +73,10 @@ ODD = [
     "http://example.com/'\"",
     "",
     "http://",
+    # a "www" that is not a leading www./wwwN. label stays (found by the urls fuzz target)
+    "http://wwwwww.Exe1.Exe1",
+    "http://wwwww.com/",
+    "http://a.www.example.com/",
 ]
 
 
