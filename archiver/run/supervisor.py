@@ -295,7 +295,24 @@ class Supervisor:
         finally:
             if self.redis is not None:
                 await self.redis.stop()
-        return self._verdict()
+        return self._nothing_captured(*self._verdict(), resumed=resumed)
+
+    def _nothing_captured(
+        self, status: str, reason: str | None, *, resumed: bool
+    ) -> tuple[str, str | None]:
+        """A completed first run in which every fetch failed and nothing was archived failed,
+        as a single process's does (a scheduled run must not report an empty success)."""
+        parts = [part for _, part in self._ended]
+        if status != STATUS_COMPLETED or resumed or any(p.get("captures") for p in parts):
+            return status, reason
+        failures = merge.add_tables(p.get("failures") for p in parts)
+        if not failures:
+            return status, reason
+        counts = ", ".join(f"{name}: {n}" for name, n in failures.most_common())
+        return STATUS_FAILED, (
+            f"nothing was captured: every fetch failed ({counts}); see the processes' logs in "
+            "state/, fix the cause and run again with --overwrite"
+        )
 
     def _process_id(self, number: int) -> str:
         return safe_name_part(f"{socket.gethostname()}-p{number}")

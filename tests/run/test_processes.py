@@ -356,3 +356,22 @@ def test_an_external_redis_is_used_as_given(
         client.close()
     assert not (out / "state" / "redis").exists()
     assert_one_crawl(out, expected)
+
+
+def test_a_crawl_that_captured_nothing_fails(tmp_path: Path) -> None:
+    """Every fetch failed (nothing listens on port 9): a failed crawl (exit 1), as with one
+    process, not an empty success."""
+    out = tmp_path / "out"
+    proc = subprocess.run(
+        [*command("http://127.0.0.1:9/", out, "--quiet"), "--processes", "2", "--max-tries", "1"],
+        cwd=REPO,
+        capture_output=True,
+        text=True,
+        timeout=CRAWL_TIMEOUT,
+        check=False,
+    )
+    assert proc.returncode == 1, proc.stderr
+    summary = json.loads((out / "summary.json").read_text())
+    assert summary["status"] == "failed"
+    assert str(summary["reason"]).startswith("nothing was captured: every fetch failed")
+    assert "nothing was captured" in proc.stderr
