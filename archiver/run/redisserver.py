@@ -44,10 +44,14 @@ from archiver.errors import OutputError, SettingsError
 from archiver.run import keeper
 
 INSTALL_HINT = "Debian/Ubuntu: apt-get install redis-server; macOS: brew install redis"
+#: The directory a socket goes to when the state directory is too deep (under /tmp).
+SOCKET_DIR_PREFIX = "archiver-redis-"
 #: Longest socket path used in place; sun_path holds 108 bytes with the NUL (unix(7)).
 MAX_SOCKET_PATH = 100
-#: Seconds a server left by an earlier run may take to stop by itself, then after SHUTDOWN.
-LEFTOVER_WAIT = 30.0
+#: Seconds a server left by an earlier run may take to stop by itself (its keeper stops it
+#: once that run's processes are gone, which the supervisor has waited for), then after
+#: SHUTDOWN.
+LEFTOVER_WAIT = 5.0
 #: Seconds the keeper may take to report that the server is ready.
 START_TIMEOUT = keeper.START_TIMEOUT + 10.0
 
@@ -108,7 +112,8 @@ class PrivateRedis:
     def url(self) -> str:
         return f"unix://{self.socket_path}?db=0"
 
-    def _server_args(self) -> list[str]:
+    def server_args(self) -> list[str]:
+        """redis-server's command line (the settings the module docstring explains)."""
         return [
             self.binary,
             "--port", "0",
@@ -128,7 +133,7 @@ class PrivateRedis:
         self.directory.mkdir(parents=True, exist_ok=True)
         await asyncio.to_thread(self.reap_leftover)
         if len(str(self.socket_path)) > MAX_SOCKET_PATH:
-            self._sockdir = Path(tempfile.mkdtemp(prefix="archiver-redis-"))
+            self._sockdir = Path(tempfile.mkdtemp(prefix=SOCKET_DIR_PREFIX))
             self.socket_path = self._sockdir / "redis.sock"
         read_end, write_end = os.pipe()
         log = os.open(self.directory / "keeper.log", os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o644)
@@ -138,7 +143,7 @@ class PrivateRedis:
                 "-I",
                 keeper.__file__,
                 "--",
-                *self._server_args(),
+                *self.server_args(),
                 stdin=read_end,
                 stdout=asyncio.subprocess.PIPE,
                 stderr=log,
@@ -227,7 +232,7 @@ class PrivateRedis:
                 f"the redis-server (pid {pid}) of an earlier run of this crawl does not stop"
             )
         self.pid_file.unlink(missing_ok=True)
-        if sock.parent != self.directory:
+        if _is_socket_dir(sock.parent):
             shutil.rmtree(sock.parent, ignore_errors=True)
 
     def _wait_gone(self, pid: int, timeout: float) -> bool:
@@ -237,6 +242,12 @@ class PrivateRedis:
                 return False
             time.sleep(0.05)
         return True
+
+
+def _is_socket_dir(path: Path) -> bool:
+    """Whether ``path`` (read from a pid file) is a socket directory this module made: only
+    such a directory is ever removed."""
+    return path.parent == Path(tempfile.gettempdir()) and path.name.startswith(SOCKET_DIR_PREFIX)
 
 
 def _shutdown(sock: Path) -> None:
