@@ -202,6 +202,11 @@ def test_two_processes_capture_what_one_does(
     assert (out / "two.wacz").is_file() and summary["wacz"] == "two.wacz"
     assert "Traceback" not in log.read_text()
     assert not list((out / "state").glob("redis/redis.pid"))
+    report = subprocess.run(
+        [*ARCHIVER, "report", str(out)], cwd=REPO, capture_output=True, text=True, check=False
+    )
+    assert report.returncode == 0, report.stderr
+    assert f"{len(captured(out))}" in (out / "report.html").read_text()
 
 
 def test_ctrl_c_stops_every_process_and_the_same_command_resumes(
