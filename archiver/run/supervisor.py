@@ -486,7 +486,15 @@ class Supervisor:
         if self._final is not None or STATUS_INTERRUPTED in statuses or None in statuses:
             return STATUS_INTERRUPTED, self._final[1] if self._final else None
         limits = [slot.reason for slot in self.slots if slot.status == STATUS_LIMIT]
-        return STATUS_LIMIT, limits[0] if limits else None
+        return STATUS_LIMIT, self._limit_reason(limits[0] if limits else None)
+
+    def _limit_reason(self, reason: str | None) -> str | None:
+        """A process's share of a budget said as the crawl's budget."""
+        s, n = self.settings, self.settings.processes
+        for name, total in (("max-pages", s.max_pages), ("max-bytes", s.max_bytes)):
+            if reason and reason.startswith(name) and total is not None:
+                return f"{name} of {total} reached (shared out between {n} processes)"
+        return reason
 
     # -- before and after -------------------------------------------------------------------
 

@@ -321,6 +321,7 @@ def test_a_deep_output_directory_gets_a_short_socket(
     assert not any(Path(s).parent.exists() for s in sockets)
     summary = json.loads((out / "summary.json").read_text())
     assert summary["status"] == "limit" and summary["pages"] == 40
+    assert summary["reason"] == "max-pages of 40 reached (shared out between 2 processes)"
     assert_nothing_left(out, proc.pid, guard=0)
 
 
