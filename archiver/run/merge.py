@@ -45,6 +45,8 @@ FRONTIER = ("queued", "done", "seen")
 TABLE_ROWS = 50
 LARGEST_KEPT = 25
 TOP_HOSTS = 5
+#: Hosts in a snapshot's ``by_host`` (as a single process's snapshot has).
+SNAPSHOT_HOSTS = 20
 
 
 def json_object(line: bytes) -> dict[str, Any]:
@@ -109,6 +111,8 @@ def merge_snapshots(
     for key in ("failures", "skips", "by_status_class"):
         snapshot[key] = dict(add_tables(p.get(key) for p in parts).most_common())
     snapshot["top_hosts"] = add_tables(p.get("top_hosts") for p in parts).most_common(TOP_HOSTS)
+    hosts = add_tables(p.get("by_host") or p.get("top_hosts") for p in parts)
+    snapshot["by_host"] = dict(hosts.most_common(SNAPSHOT_HOSTS))
     snapshot["stopping"] = stopping
     browser = _browser(parts)
     if browser is not None:
@@ -122,7 +126,7 @@ def partial_summary(snapshot: Mapping[str, Any]) -> dict[str, Any]:
     part.pop("in_flight", None)
     for key in ("failures", "skips", "by_status_class"):
         part[key] = dict(_table(snapshot.get(key)))
-    part["by_host"] = dict(_table(snapshot.get("top_hosts")))
+    part["by_host"] = dict(_table(snapshot.get("by_host") or snapshot.get("top_hosts")))
     return part
 
 

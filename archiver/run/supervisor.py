@@ -334,6 +334,7 @@ class Supervisor:
             max_bytes=share(s.max_bytes, n, number),
             # one writer of the file (the jar itself is shared in Redis)
             save_cookies=s.save_cookies if number == 0 else None,
+            status_port=None,  # the supervisor serves the crawl's status, the sum of theirs
         )
         return Slot(number, process_id, child)
 
