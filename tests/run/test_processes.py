@@ -206,7 +206,7 @@ def test_two_processes_capture_what_one_does(
         [*ARCHIVER, "report", str(out)], cwd=REPO, capture_output=True, text=True, check=False
     )
     assert report.returncode == 0, report.stderr
-    assert f"{len(captured(out))}" in (out / "report.html").read_text()
+    assert f"{len(captured(out)):,}" in (out / "report.html").read_text()  # the summary's
 
 
 def test_ctrl_c_stops_every_process_and_the_same_command_resumes(
