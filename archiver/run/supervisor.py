@@ -469,12 +469,13 @@ class Supervisor:
                 f"starting (last: {how}); see state/{slot.process_id}/crawl.log.jsonl",
             )
             return False
-        self.log.warning("process-died", process=slot.process_id, pid=pid, signal=how)
-        if not self.settings.quiet:
-            self.console.write(
-                f"archiver: process {slot.process_id} (pid {pid}) was killed ({how}); "
-                "starting it again (its URLs in flight go back to the queue)\n"
-            )
+        self.log.warning(
+            "process-died",
+            process=slot.process_id,
+            pid=pid,
+            signal=how,
+            then="started again: its URLs in flight go back to the queue",
+        )
         return True
 
     def _verdict(self) -> tuple[str, str | None]:

@@ -251,7 +251,7 @@ def test_a_killed_process_is_started_again_and_loses_nothing(
     runs = summary["processes"]["runs"]  # type: ignore[index]
     assert {"process": f"{HOST}-p1", "pid": victim, "exit": -9, "status": None} in runs
     assert sum(run["process"] == f"{HOST}-p1" for run in runs) == 2
-    assert "starting it again" in log.read_text()
+    assert "process-died" in log.read_text() and "started again" in log.read_text()
 
 
 def test_a_killed_supervisor_leaves_nothing_running_and_the_next_run_resumes(
