@@ -14,7 +14,9 @@ import json
 import os
 import signal
 import sys
-from collections.abc import Sequence
+import threading
+import time
+from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any, NoReturn
 
@@ -31,10 +33,15 @@ from archiver.run.crawler import (
     Crawler,
     CrawlResult,
 )
+from archiver.run.keeper import die_with_parent
 from archiver.run.stats import human_bytes
+from archiver.run.supervisor import CHILD_COMMAND, Supervisor, read_child_message
 from archiver.version import __version__
 
 PROG = "archiver"
+#: Seconds a crawler process of ``--processes N`` may take to stop once its supervisor is
+#: gone, before it exits whatever it was doing (its state is repaired at the next run).
+ORPHAN_EXIT = 60.0
 
 
 class _Parser(argparse.ArgumentParser):
@@ -312,7 +319,19 @@ async def _run_crawl(settings: Settings, display: Display) -> CrawlResult:
 
 
 async def _run_crawler(settings: Settings, display: Display) -> CrawlResult:
-    crawler = Crawler(settings, console=display.log_stream)
+    crawler: Crawler | Supervisor
+    if settings.processes > 1:
+        crawler = Supervisor(settings, console=display.log_stream)
+    else:
+        crawler = Crawler(settings, console=display.log_stream)
+    if crawler.layout.status_file.exists() and not settings.overwrite:
+        display.log_stream.write(f"archiver: resuming the crawl in {crawler.layout.root}\n")
+    return await _run_with_signals(crawler, display)
+
+
+async def _run_with_signals(crawler: Crawler | Supervisor, display: Display) -> CrawlResult:
+    """Run ``crawler`` with the progress display; SIGINT and SIGTERM stop it (the first
+    gracefully, the second at once)."""
     loop = asyncio.get_running_loop()
     signals = 0
     say = display.log_stream
@@ -333,8 +352,7 @@ async def _run_crawler(settings: Settings, display: Display) -> CrawlResult:
     for sig in (signal.SIGINT, signal.SIGTERM):
         loop.add_signal_handler(sig, on_signal, sig.name)
     try:
-        if crawler.layout.status_file.exists() and not settings.overwrite:
-            say.write(f"archiver: resuming the crawl in {crawler.layout.root}\n")
+        settings = crawler.settings
         async with (
             _status_server(crawler, settings) as server,
             display.watching(crawler),
@@ -347,7 +365,7 @@ async def _run_crawler(settings: Settings, display: Display) -> CrawlResult:
             loop.remove_signal_handler(sig)
 
 
-def _status_server(crawler: Crawler, settings: Settings) -> Any:
+def _status_server(crawler: Crawler | Supervisor, settings: Settings) -> Any:
     """The status endpoint's server while the crawl runs (``--status-port``), or nothing; the
     endpoint's modules (prometheus-client, aiohttp.web) are loaded only when asked for."""
     if settings.status_port is None:
@@ -393,6 +411,50 @@ def cmd_crawl(args: argparse.Namespace) -> int:
     else:
         sys.stderr.write(final_line(result) + "\n")
     return int(result.exit_code)
+
+
+def crawl_process(argv: Sequence[str]) -> int:
+    """``archiver crawl-process --parent PID``: one crawler process of ``--processes N``,
+    started by its supervisor (:mod:`archiver.run.supervisor`), never by hand.
+
+    Its settings and name come on standard input, which then stays open: EOF means the
+    supervisor is gone. The kernel also sends SIGTERM then (prctl(2) ``PR_SET_PDEATHSIG``, set
+    here in the process itself, as setting it between fork and exec is unsafe in a process
+    with threads; ``getppid()`` afterwards catches a supervisor that died before the call).
+    Either way the crawl stops at once, and the process exits within :data:`ORPHAN_EXIT`
+    seconds even if stopping hangs."""
+    parent = int(argv[argv.index("--parent") + 1]) if "--parent" in argv else -1
+    die_with_parent(signal.SIGTERM)
+    if os.getppid() != parent:
+        return EXIT_INTERRUPTED  # the supervisor died before we could ask to follow it
+    message = read_child_message(sys.stdin.fileno())
+    if message is None:
+        return EXIT_INTERRUPTED
+    settings, process_id = message
+    display = Display(settings, sys.stderr)
+    crawler = Crawler(settings, console=display.log_stream, supervised_as=process_id)
+    result: CrawlResult = _run(_run_child(crawler, display))
+    return int(result.exit_code)
+
+
+async def _run_child(crawler: Crawler, display: Display) -> CrawlResult:
+    loop = asyncio.get_running_loop()
+
+    def orphaned() -> None:
+        loop.call_soon_threadsafe(
+            lambda: crawler.request_stop(immediate=True, reason="the supervisor exited")
+        )
+        time.sleep(ORPHAN_EXIT)
+        os._exit(EXIT_INTERRUPTED)
+
+    def watch_stdin() -> None:
+        with contextlib.suppress(OSError):
+            while os.read(0, 4096):
+                pass
+        orphaned()
+
+    threading.Thread(target=watch_stdin, name="supervisor-watch", daemon=True).start()
+    return await _run_with_signals(crawler, display)
 
 
 def cmd_index(args: argparse.Namespace) -> int:
@@ -480,27 +542,35 @@ COMMANDS = {
 
 
 def main(argv: Sequence[str] | None = None) -> int:
+    argv = list(sys.argv[1:] if argv is None else argv)
+    if argv[:1] == [CHILD_COMMAND]:  # not in --help: only a supervisor starts it
+        return _guarded("crawl", lambda: crawl_process(argv[1:]))
     parser = build_parser()
     args = parser.parse_args(argv)
     if args.command is None:
         parser.print_help(sys.stderr)
         return EXIT_USAGE
+    return _guarded(args.command, lambda: COMMANDS[args.command](args))
+
+
+def _guarded(command: str, run: Callable[[], int]) -> int:
+    """Run a command; its errors become one line on stderr and an exit code."""
     try:
-        return COMMANDS[args.command](args)
+        return run()
     except SettingsError as exc:
-        sys.stderr.write(f"{PROG} {args.command}: error: {exc}\n")
+        sys.stderr.write(f"{PROG} {command}: error: {exc}\n")
         return EXIT_USAGE
     except LockedError as exc:
-        sys.stderr.write(f"{PROG} {args.command}: locked: {exc}\n")
+        sys.stderr.write(f"{PROG} {command}: locked: {exc}\n")
         return EXIT_LOCKED
     except ArchiverError as exc:
-        sys.stderr.write(f"{PROG} {args.command}: error: {exc}\n")
+        sys.stderr.write(f"{PROG} {command}: error: {exc}\n")
         return EXIT_FAILED
     except KeyboardInterrupt:
         sys.stderr.write(f"{PROG}: interrupted\n")
         return EXIT_INTERRUPTED
     except OSError as exc:
-        sys.stderr.write(f"{PROG} {args.command}: error: {exc}\n")
+        sys.stderr.write(f"{PROG} {command}: error: {exc}\n")
         return EXIT_FAILED
 
 

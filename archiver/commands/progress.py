@@ -156,6 +156,8 @@ def render_snapshot(
     if title:
         head.append(title + "  ")
     head.append(human_duration(float(s.get("elapsed", 0.0))), style="dim")
+    if "processes" in s:  # a crawl of several processes (--processes N): how many are running
+        head.append(f"  {s['processes']} processes", style="dim")
 
     bar = Table.grid(padding=(0, 1))
     bar.add_row(

@@ -18,7 +18,9 @@ written into an attribute without it, nor into a URL the reader could click.
 from __future__ import annotations
 
 import base64
+import contextlib
 import html
+import itertools
 import json
 import time
 from collections import Counter
@@ -597,15 +599,28 @@ def read_summary(crawl_dir: Path) -> dict[str, Any]:
     return data
 
 
+def scan_logs(crawl_dir: Path) -> LogFindings | None:
+    """The crawl's log, and the logs of its processes when several shared the crawl (each
+    keeps its own in ``state/PROCESS/``), read as one. Runs are counted in the crawl's own log
+    when there is one (``--processes N`` writes it: each of its processes starts too)."""
+    own = crawl_dir / "crawl.log.jsonl"
+    paths = [own, *sorted(crawl_dir.glob("state/*/crawl.log.jsonl"))]
+    paths = [path for path in paths if path.is_file()]
+    if not paths:
+        return None
+    with contextlib.ExitStack() as stack:
+        files = [stack.enter_context(open(p, encoding="utf-8", errors="replace")) for p in paths]
+        findings = scan_log(itertools.chain.from_iterable(files))
+    if own.is_file() and len(paths) > 1:
+        with open(own, encoding="utf-8", errors="replace") as fh:
+            findings.runs = scan_log(fh).runs
+    return findings
+
+
 def write_report(crawl_dir: Path, output: Path) -> Path:
     """Write the HTML report of the crawl in ``crawl_dir`` to ``output``; returns ``output``."""
     summary = read_summary(crawl_dir)
-    log_path = crawl_dir / "crawl.log.jsonl"
-    findings: LogFindings | None = None
-    if log_path.exists():
-        with open(log_path, encoding="utf-8", errors="replace") as fh:
-            findings = scan_log(fh)
-    text = render(crawl_dir, summary, findings)
+    text = render(crawl_dir, summary, scan_logs(crawl_dir))
     tmp = output.with_name(output.name + ".tmp")
     tmp.write_text(text, encoding="utf-8")
     tmp.replace(output)

@@ -14,6 +14,7 @@ import dataclasses
 import ipaddress
 import json
 import math
+import os
 import re
 import tomllib
 from collections.abc import Callable, Iterable, Mapping
@@ -29,6 +30,7 @@ from archiver.fetch.proxy import (
     parse_proxy_url,
     redact_proxy_url,
 )
+from archiver.frontier.config import REDIS_SCHEMES
 from archiver.policy.credentials import redact_headers
 from archiver.timefmt import parse_w3c_datetime
 from archiver.urls import InvalidURLError, normalize_host, normalize_url, redact_url
@@ -342,9 +344,32 @@ def parse_port(value: Any, option: str = "") -> int | None:
 
 def parse_frontier(value: Any, option: str = "") -> str:
     text = parse_str(value, option).strip()
-    if text in ("sqlite", "memory") or re.match(r"^rediss?://", text):
+    if text in ("sqlite", "memory") or text.startswith(REDIS_SCHEMES):
         return text
-    raise SettingsError(option, f"must be sqlite, memory or redis://HOST:PORT/DB (got {text!r})")
+    raise SettingsError(
+        option,
+        f"must be sqlite, memory, redis://HOST:PORT/DB or unix:///PATH/redis.sock?db=N "
+        f"(got {text!r})",
+    )
+
+
+def available_cores() -> int:
+    """The cores this process may run on: its CPU affinity (``sched_getaffinity(2)``, which a
+    container's cpuset or ``taskset`` narrows), where the system has it, else every core."""
+    getaffinity = getattr(os, "sched_getaffinity", None)
+    if getaffinity is not None:
+        return max(len(getaffinity(0)), 1)
+    return os.cpu_count() or 1
+
+
+def parse_processes(value: Any, option: str = "") -> int:
+    """``auto`` (the cores available) or a number of processes >= 1."""
+    if isinstance(value, str) and value.strip().lower() == "auto":
+        return available_cores()
+    try:
+        return int(p_int(1)(value, option))
+    except SettingsError:
+        raise _fail(option, "a number of processes >= 1 or auto", value) from None
 
 
 # -- declarations ------------------------------------------------------------------------------
@@ -433,6 +458,16 @@ class Settings:
         short="-w",
         metavar="N",
     )
+    processes: int = setting(
+        1,
+        "crawl",
+        "Crawler processes for this crawl, or auto (one per core available): with 2 or more, "
+        "archiver starts a private redis-server for the shared queue and runs the crawl in "
+        "that many processes, each with --workers workers, into one output directory; 1 is "
+        "one process and no Redis.",
+        parse_processes,
+        metavar="N|auto",
+    )
     max_pages: int | None = setting(
         None,
         "crawl",
@@ -473,7 +508,8 @@ class Settings:
         "sqlite",
         "crawl",
         "Where the queue and seen set live: sqlite (in the output directory; resumable), "
-        "memory (small crawls), or redis://HOST:PORT/DB (several processes share one crawl).",
+        "memory (small crawls), or redis://HOST:PORT/DB or unix:///PATH/redis.sock?db=N "
+        "(several processes share one crawl).",
         parse_frontier,
         metavar="BACKEND",
     )
@@ -1120,8 +1156,14 @@ def load_settings(
 
 def validate(settings: Settings) -> None:
     """Checks across settings."""
-    if settings.frontier.startswith("redis") and not settings.crawl_id:
+    if settings.frontier.startswith(REDIS_SCHEMES) and not settings.crawl_id:
         raise SettingsError("--crawl-id", "is required with a redis:// frontier")
+    if settings.processes > 1 and settings.frontier == "memory":
+        raise SettingsError(
+            "--processes",
+            "needs a frontier the processes can share: leave --frontier out (a private "
+            "redis-server) or give a redis:// one",
+        )
     if settings.compress_level > 9:
         raise SettingsError("--compress-level", "must be between 0 and 9")
     if settings.job is not None and settings.output is not None:

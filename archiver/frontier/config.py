@@ -12,7 +12,8 @@ from pathlib import Path
 from archiver.policy.politeness import BACKOFF, Backoff, Clock, HostGate
 
 #: URL schemes of a Redis frontier: the ones the Redis client reads (``rediss`` is Redis over
-#: TLS; ``unix`` a socket path, which the command line does not offer but tests use).
+#: TLS; ``unix:///PATH?db=N`` a Unix socket, as the private server of ``--processes N`` listens
+#: on: no TCP port to find, and file permissions say who may connect).
 REDIS_SCHEMES = ("redis://", "rediss://", "unix://")
 
 

@@ -72,6 +72,7 @@ class Crawler:
         backend: Backend | None = None,
         write_fn: Callable[..., int] | None = None,
         clock: Clock = utcnow,
+        supervised_as: str | None = None,
     ) -> None:
         self.settings = settings
         self.options = wiring.Options(
@@ -80,8 +81,12 @@ class Crawler:
             write_fn=write_fn or os.write,
             clock=clock,
             pipeline_class=self.pipeline_class,
+            supervised=supervised_as is not None,
         )
-        self.process_id = wiring.process_id(settings)
+        #: names this process in a shared crawl (``{hostname}-{pid}``); ``supervised_as``: one
+        #: process of ``--processes N``, whose name stays the same across restarts so that it
+        #: resumes its own state directory and WARC series
+        self.process_id = supervised_as or wiring.process_id(settings)
         self.layout = wiring.output_layout(settings, self.process_id)
         self.stats = CrawlStats()
         self.stages: wiring.Stages | None = None

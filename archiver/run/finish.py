@@ -16,7 +16,8 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import dataclasses
-from collections.abc import Iterable, Mapping, Sequence
+import shutil
+from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -39,6 +40,7 @@ from archiver.run.output import (
     Layout,
     finish_status,
     journal_dirs,
+    layouts,
     read_json,
     write_json_atomic,
     write_status,
@@ -282,6 +284,23 @@ def crawl_index(layout: Layout, *, last: bool = True, cdx11: bool = False) -> No
         )
 
 
+def merge_index(crawl_dir: Path, *, close_dead: bool, cdx11: bool = False) -> None:
+    """The index.cdxj of a crawl made by several processes (``--processes N``), from every
+    process's journals, once they have all stopped. ``close_dead``: first close the ``.open``
+    files that processes left (only for a finished crawl: an interrupted one keeps them for
+    the resume repair, which keeps only the captures the frontier committed)."""
+    layout = Layout(crawl_dir)
+    if close_dead:
+        close_abandoned(crawl_dir)
+    parts = journal_dirs(crawl_dir)
+    if parts:
+        cdxj.build_index(
+            [(journals, "") for journals in parts],
+            layout.index,
+            cdx11=layout.cdx11 if cdx11 else None,
+        )
+
+
 async def _package(run: Run, stages: Stages) -> str | None:
     """The crawl's WACZ; what went wrong if it could not be written (logged, not fatal)."""
     previous = stages.previous
@@ -452,17 +471,37 @@ def package_crawl(
     if depends_on is None:
         listed = summary.get("depends_on")
         depends_on = [d for d in listed if isinstance(d, dict)] if isinstance(listed, list) else []
-    contents = wacz.WaczContents(
-        warcs=warcs,
-        index=layout.index,
-        pages=layout.pages,
-        title=crawl_dir.name,
-        description=description,
-        software=software_string(),
-        seeds=seeds,
-        depends_on=depends_on,
-    )
-    return wacz.write_wacz(contents, output or layout.wacz)
+    with _page_list(crawl_dir) as pages:
+        contents = wacz.WaczContents(
+            warcs=warcs,
+            index=layout.index,
+            pages=pages,
+            title=crawl_dir.name,
+            description=description,
+            software=software_string(),
+            seeds=seeds,
+            depends_on=depends_on,
+        )
+        return wacz.write_wacz(contents, output or layout.wacz)
+
+
+@contextlib.contextmanager
+def _page_list(crawl_dir: Path) -> Iterator[Path]:
+    """The crawl's page list: ``state/pages.jsonl``, or for a crawl of several processes
+    (each lists its own pages in ``state/PROCESS/``) their lists joined in a temporary file."""
+    sources = [layout.pages for layout in layouts(crawl_dir) if layout.pages.is_file()]
+    if len(sources) <= 1:
+        yield sources[0] if sources else Layout(crawl_dir).pages
+        return
+    joined = crawl_dir / "state" / "pages.jsonl.joined"
+    try:
+        with open(joined, "wb") as out:
+            for source in sources:
+                with open(source, "rb") as fh:
+                    shutil.copyfileobj(fh, out)
+        yield joined
+    finally:
+        joined.unlink(missing_ok=True)
 
 
 __all__ = [
@@ -479,6 +518,7 @@ __all__ = [
     "error_status",
     "finish",
     "index_paths",
+    "merge_index",
     "package_crawl",
     "seal_committed",
     "verdict",

@@ -285,30 +285,28 @@ class RunStart:
     status: dict[str, Any]
 
 
-def prepare(layout: Layout, *, overwrite: bool, settings_json: dict[str, Any]) -> RunStart:
+def prepare(
+    layout: Layout, *, overwrite: bool, settings_json: dict[str, Any], processes: int = 1
+) -> RunStart:
     """Decide fresh start or resume. Call with the lock held.
 
     Fresh: the directory is missing or empty (apart from our lock). Resume: it holds an archiver
-    crawl that did not complete. ``overwrite`` removes archiver's files first.
+    crawl that did not complete. ``overwrite`` removes archiver's files first. ``processes``:
+    the supervisor of ``--processes N`` (N >= 2) prepares the crawl's directory; its queue is in
+    the crawl's own redis-server, a single process's in ``state/frontier.sqlite``, so one kind
+    of crawl is never resumed as the other (it would start again from the seeds).
     """
     root = layout.root
     previous = read_status(layout) if root.exists() else None
+    if previous is not None and not overwrite and layout.process is None:
+        _check_processes(root, int(previous.get("processes") or 1), processes)
     if overwrite and layout.process is not None:
         raise OutputExistsError(
             "--overwrite would delete the other processes' files: with a redis:// frontier, "
             "start over with a new --crawl-id and --output"
         )
     if overwrite and root.exists():
-        for name in _OWNED:
-            path = root / name
-            if path.is_dir() and name == "state":
-                for child in path.iterdir():
-                    if child.name != "lock":
-                        _remove(child)
-            elif path.exists():
-                _remove(path)
-        for wacz in root.glob("*.wacz"):
-            wacz.unlink()
+        _remove_owned(root)
         previous = None
     if previous is None:
         others = (
@@ -334,6 +332,8 @@ def prepare(layout: Layout, *, overwrite: bool, settings_json: dict[str, Any]) -
         status.setdefault("runs", []).append({"started": now, "status": STATUS_RUNNING})
         status["status"] = STATUS_RUNNING
         status["settings"] = settings_json
+        if processes > 1:
+            status["processes"] = processes
         return RunStart(True, str(previous.get("status")), status)
     status = {
         "format": "archiver-crawl-state/1",
@@ -342,7 +342,23 @@ def prepare(layout: Layout, *, overwrite: bool, settings_json: dict[str, Any]) -
         "settings": settings_json,
         "runs": [{"started": now, "status": STATUS_RUNNING}],
     }
+    if processes > 1:
+        status["processes"] = processes
     return RunStart(False, None, status)
+
+
+def _check_processes(root: Path, before: int, now: int) -> None:
+    if before > 1 and now <= 1:
+        raise OutputExistsError(
+            f"{root} holds a crawl run with --processes {before} (its queue is in the crawl's "
+            f"own redis-server): resume it with --processes 2 or more, or start over with "
+            f"--overwrite"
+        )
+    if before <= 1 < now:
+        raise OutputExistsError(
+            f"{root} holds a crawl run by one process (its queue is in state/frontier.sqlite): "
+            f"resume it without --processes, or start over with --overwrite"
+        )
 
 
 def finish_status(status: dict[str, Any], final: str, reason: str | None) -> None:
@@ -352,6 +368,20 @@ def finish_status(status: dict[str, Any], final: str, reason: str | None) -> Non
     runs = status.setdefault("runs", [])
     if runs:
         runs[-1].update({"ended": now, "status": final, "reason": reason})
+
+
+def _remove_owned(root: Path) -> None:
+    """archiver's own files in ``root``, and nothing else (``--overwrite``)."""
+    for name in _OWNED:
+        path = root / name
+        if path.is_dir() and name == "state":
+            for child in path.iterdir():
+                if child.name != "lock":
+                    _remove(child)
+        elif path.exists():
+            _remove(path)
+    for wacz in root.glob("*.wacz"):
+        wacz.unlink()
 
 
 def _remove(path: Path) -> None:

@@ -45,6 +45,7 @@ from archiver.fetch.cookiestxt import CookieLine
 from archiver.fetch.fetcher import Fetcher
 from archiver.frontier import Backend, open_backend
 from archiver.frontier.base import Frontier
+from archiver.frontier.config import REDIS_SCHEMES
 from archiver.index import cdxj
 from archiver.models import CrawlItem, ResumeInfo
 from archiver.policy.ignores import Exclusions, compile_patterns
@@ -121,12 +122,15 @@ class Options:
     write_fn: WriteFn = os.write  #: the writer's ``write`` (a full disk can be simulated)
     clock: Clock = utcnow  #: the time source of WARC-Dates
     pipeline_class: type[Pipeline] = Pipeline
+    #: one process of ``--processes N``: the supervisor merges the index, packages the WACZ
+    #: and writes the crawl's summary once every process has stopped, so this one never does
+    supervised: bool = False
 
 
 def process_id(settings: Settings) -> str | None:
     """``{hostname}-{pid}`` when several processes share the crawl (a Redis frontier): it names
     this process's state directory and its WARC series, so nothing collides."""
-    if settings.frontier.startswith(("redis://", "rediss://")):
+    if settings.frontier.startswith(REDIS_SCHEMES):
         return safe_name_part(f"{socket.gethostname()}-{os.getpid()}")
     return None
 
@@ -176,6 +180,8 @@ async def assemble(run: Run, stages: Stages, options: Options) -> None:
         for warning in stages.previous.warnings:
             log.warning("dedup-source", warning=warning)
     info = await open_frontier(run, stages, options.backend)
+    if options.supervised:
+        stages.is_last = lambda: False
     frontier = stages.frontier
     assert frontier is not None
     log.info(

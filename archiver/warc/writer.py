@@ -190,7 +190,16 @@ class Writer:
             raise WriteError("the WARC writer is not running")
         future: asyncio.Future[WrittenCapture] = asyncio.get_running_loop().create_future()
         await self._queue.put((capture, future))
-        return await future
+        try:
+            return await future
+        except asyncio.CancelledError:
+            # Cancelled after the capture was written but before this task took the result
+            # (the result was set, the cancellation came first in the loop): nobody will
+            # count or commit it, so its file must stay .open like any unclaimed one.
+            if future.done() and not future.cancelled() and future.exception() is None:
+                with self._retired_lock:
+                    self._unclaimed.add(future.result().filename)
+            raise
 
     async def close(self, *, drain: bool = True) -> None:
         """Write what is queued (unless ``drain`` is False), close the file, stop the thread."""

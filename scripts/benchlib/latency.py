@@ -46,8 +46,8 @@ def run(
     processes: int = 1,
     out: Callable[[str], None] = print,
 ) -> dict[str, Any]:
-    """``processes`` ≥ 2 adds archiver as that many processes on a Redis frontier (the
-    ``workers`` split between them)."""
+    """``processes`` ≥ 2 adds ``archiver crawl --processes N`` (the ``workers`` split between
+    the processes)."""
     frontier_args, frontier_note = peers.frontier_choice(frontier)
     work = WORK / "runs" / "latency"
     shutil.rmtree(work, ignore_errors=True)
@@ -114,7 +114,7 @@ def run(
 
 
 def multi_name(processes: int) -> str:
-    return f"archiver, {processes} processes (Redis)"
+    return f"archiver --processes {processes}"
 
 
 def _med(rows: list[dict[str, Any]], key: str) -> float:
@@ -167,7 +167,7 @@ def format_report(r: dict[str, Any]) -> str:
             f"archiver sustains {archiver:,.0f} URLs/s: {'met' if archiver >= goal else 'NOT met'}."
         )
         for name, rows in res.items():
-            if name.startswith("archiver, ") and "processes" in name:
+            if name.startswith("archiver --processes"):
                 multi = _med(rows, "loop_per_second")
                 lines.append(
                     f"{name} (the workers split between them, redis-server's CPU included): "

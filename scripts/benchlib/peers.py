@@ -7,9 +7,9 @@ received: pages, requisites, redirects, 404s) and the process's wall time, CPU a
   ``summary.json`` (response + revisit records written).
 * ``wget``: GNU wget, recursive with page requisites and ``--warc-file`` (serial: one
   connection, one request at a time); URLs = ``response`` records in its WARC.
-* ``archiver-xN``: the same crawl as N archiver processes sharing a Redis frontier
-  (:mod:`multiproc`: redis-server is a child of the measured launcher, so its CPU counts); URLs =
-  the sum of the processes' ``captures``.
+* ``archiver-xN``: the same crawl as ``archiver crawl --processes N`` (its private
+  redis-server is inside the measured process tree, so its CPU counts); URLs = ``captures`` in
+  the crawl's ``summary.json``.
 * ``bare`` / ``bare+parse``: :mod:`bare_client` over the site's list of files, without and with
   selectolax link extraction; the ceiling an aiohttp crawler can reach on this machine.
 """
@@ -29,7 +29,6 @@ from benchlib import REPO, measure
 
 ARCHIVER = REPO / ".venv" / "bin" / "archiver"
 BARE_CLIENT = Path(__file__).resolve().parent / "bare_client.py"
-MULTIPROC = Path(__file__).resolve().parent / "multiproc.py"
 
 
 @dataclass
@@ -157,32 +156,30 @@ def run_archiver(
 def run_archiver_processes(
     url: str, rundir: Path, *, processes: int, workers: int, timeout: float = 600
 ) -> Row:
-    """One crawl by ``processes`` archiver processes on a Redis frontier, ``workers`` in all
-    (split between them, so the concurrency is the other tools'); per-host concurrency is
-    global in Redis mode, so politeness stays off for the crawl as a whole."""
+    """One crawl as ``archiver crawl --processes N``: the supervisor, its redis-server (a
+    child of its keeper) and the N crawler processes are one measured process tree. The
+    ``workers`` are split between the processes (``--workers`` is per process), so the
+    concurrency is the other tools'; per-host concurrency is global in Redis, so politeness
+    stays off for the crawl as a whole. URLs = the crawl's summary.json ``captures``."""
     rundir.mkdir(parents=True, exist_ok=True)
     out = rundir / "crawl"
     shutil.rmtree(out, ignore_errors=True)
     each = str(max(workers // processes, 1))  # the later --workers wins
-    crawl = [url, "--output", str(out), *politeness_off(workers), "--workers", each]
-    crawl += ["--quiet", "--progress", "off"]
-    argv = [sys.executable, str(MULTIPROC), "--processes", str(processes), "--", *crawl]
+    argv = [
+        str(ARCHIVER), "crawl", url, "--output", str(out), *politeness_off(workers),
+        "--workers", each, "--processes", str(processes), "--quiet", "--progress", "off",
+    ]  # fmt: skip
     m = measure.run(argv, log=rundir / "archiver.log", timeout=timeout, cwd=rundir, sum_rss=True)
-    summaries: list[dict[str, Any]] = []
-    for path in sorted(out.glob("state/*/summary.json")):
-        with contextlib.suppress(OSError, ValueError):
-            summaries.append(json.loads(path.read_text()))
+    summary: dict[str, Any] = {}
+    with contextlib.suppress(OSError, ValueError):
+        summary = json.loads((out / "summary.json").read_text())
     warcs = sum(p.stat().st_size for p in out.glob("warcs/*.warc.gz"))
-    statuses = sorted({str(s.get("status")) for s in summaries})
-    extra: dict[str, Any] = {
-        "status": statuses[0] if len(statuses) == 1 else ",".join(statuses),
-        "processes": len(summaries),
-        "duration_seconds": max((s.get("duration_seconds") or 0 for s in summaries), default=0),
-        "pages": sum(int(s.get("pages") or 0) for s in summaries),
-        "argv": argv,
+    extra = {
+        k: summary.get(k) for k in ("status", "duration_seconds", "pages", "by_status", "failures")
     }
-    captures = sum(int(s.get("captures") or 0) for s in summaries)
-    return Row(f"archiver-x{processes}", captures, m, warcs, extra)
+    extra["processes"] = processes
+    extra["argv"] = argv
+    return Row(f"archiver-x{processes}", int(summary.get("captures", 0) or 0), m, warcs, extra)
 
 
 def count_warc_responses(paths: list[Path]) -> int:

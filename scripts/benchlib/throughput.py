@@ -30,14 +30,14 @@ LABELS = {
     "bare": "bare aiohttp GET loop (no parsing, no WARC)",
     "bare+parse": "bare aiohttp + selectolax links (the ceiling)",
 }
-#: the scale-out row: "archiver-xN" (N processes on one Redis frontier, redis-server included)
+#: the scale-out row: "archiver-xN" (``archiver crawl --processes N``, redis-server included)
 MULTI_PREFIX = "archiver-x"
 
 
 def label(tool: str) -> str:
     if tool.startswith(MULTI_PREFIX):
         n = tool.removeprefix(MULTI_PREFIX)
-        return f"archiver, {n} processes sharing a Redis frontier (redis-server included)"
+        return f"archiver --processes {n} (its redis-server included)"
     return LABELS.get(tool, tool)
 
 
@@ -293,10 +293,11 @@ def format_report(report: dict[str, Any]) -> str:
         "CPU and RSS are per whole process (interpreter start-up and exit included); "
         "'in loop' = URLs over the tool's own loop time (archiver: summary.json duration_seconds; "
         "bare client: its fetch loop; wget: whole process). ÷ ceiling and × wget are medians of "
-        "per-round URLs/s ratios to the bare+selectolax client and to wget. The archiver-xN row "
-        "measures its launcher's whole process tree: the N crawl processes and redis-server "
-        "(CPU of all of them; peak RSS = the largest sum of their peaks); its workers are split "
-        "between the processes, so the concurrency is the same as the other rows'."
+        "per-round URLs/s ratios to the bare+selectolax client and to wget. The --processes N row "
+        "measures archiver's whole process tree: the supervisor, the N crawl processes and "
+        "redis-server (CPU of all of them; peak RSS = the largest sum of their peaks); its "
+        "workers are split between the processes, so the concurrency is the same as the other "
+        "rows'."
     )
     if goals:
         lines.append("")

@@ -18,6 +18,7 @@ import os
 import signal
 import subprocess
 import sys
+import zipfile
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -494,6 +495,35 @@ async def test_two_processes_of_a_redis_crawl_share_what_they_captured(
     report = verify.verify([out / "warcs"], index=out / "index.cdxj")
     assert report.ok, verify.render(report)
     assert (out / "index.cdxj").read_text().splitlines() == post_append_cdxj(out / "warcs")
+
+
+async def test_every_process_of_processes_2_has_its_own_browser(
+    tmp_path: Path, spa: SpaSite
+) -> None:
+    """``--processes 2 --browser all``: each crawler process drives its own Chromium; the crawl
+    is one (one index, one summary, one WACZ listing the pages of both), and no Chromium is
+    left when it ends."""
+    out = tmp_path / "out"
+    command = [*crawl_command(out, spa.url("/")), "--processes", "2", "--wacz"]
+    process = await asyncio.create_subprocess_exec(*command, stderr=subprocess.PIPE)
+    _, err = await asyncio.wait_for(process.communicate(), timeout=300)
+    assert process.returncode == 0, err.decode()[-3000:]
+    counts = collections.Counter(spa.requested())
+    documents = ["GET /", *(f"GET {path}" for path in item_paths())]
+    assert all(counts[doc] == 1 for doc in documents), counts
+    assert max(counts.values()) <= 2, counts  # a shared file, fetched by both at one moment
+    summary = json.loads((out / "summary.json").read_text())
+    assert summary["status"] == "completed"
+    assert summary["browser"]["pages"] == len(documents)
+    assert_no_chromium_anywhere(out)
+    report = verify.verify([out / "warcs"], index=out / "index.cdxj")
+    assert report.ok, verify.render(report)
+    assert (out / "index.cdxj").read_text().splitlines() == post_append_cdxj(out / "warcs")
+    with zipfile.ZipFile(out / "out.wacz") as wacz:
+        listed = wacz.read("pages/pages.jsonl").decode().splitlines()[1:]
+    titles = {entry["url"]: entry.get("title") for entry in map(json.loads, listed)}
+    for (_, name, _), path in zip(ITEMS, item_paths(), strict=True):
+        assert titles[spa.url(path)] == name
 
 
 def pages_of_every_process(out: Path) -> dict[str, str | None]:

@@ -274,3 +274,17 @@ def test_cli_quiet_prints_one_line(tmp_path: Path, served: SiteServer) -> None:
     lines = [line for line in ANSI.sub("", raw).splitlines() if line.strip()]
     assert len(lines) == 1, lines
     assert lines[0].startswith("archiver: completed: ") and str(tmp_path / "out") in lines[0]
+
+
+def test_cli_live_display_of_several_processes(tmp_path: Path, served: SiteServer) -> None:
+    """``--processes 2``: one panel for the crawl (the processes' figures added up, how many
+    run), then one summary."""
+    code, raw = run_on_pty(
+        [*crawl_args(served, tmp_path / "out"), "--processes", "2", "--frontier", "sqlite"]
+    )
+    assert code == 0, raw
+    plain = ANSI.sub("", raw)
+    assert "2 processes" in plain
+    assert len(DONE.findall(plain)) >= 2, plain
+    assert plain.count("archiver: completed") == 1
+    assert "Traceback" not in plain

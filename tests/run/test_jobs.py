@@ -265,6 +265,8 @@ def test_example_systemd_units(tmp_path: Path) -> None:
     exec_start = service["Service"]["ExecStart"]
     assert exec_start.endswith("archiver crawl --config /etc/archiver/jobs/%i.toml --quiet")
     assert service["Service"]["SuccessExitStatus"] == "4"
+    # SIGTERM to archiver alone: it stops its processes, then their redis-server, in order
+    assert service["Service"]["KillMode"] == "mixed"
     timer = configparser.ConfigParser(strict=False, interpolation=None)
     timer.optionxform = str  # type: ignore[assignment,method-assign]
     timer.read(REPO / "config" / "archiver-crawl@.timer")
