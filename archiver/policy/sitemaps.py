@@ -32,7 +32,9 @@ absolute URL per line, also in the protocol) are read too.
 
 from __future__ import annotations
 
+import codecs
 import contextlib
+import re
 from dataclasses import dataclass, field
 from datetime import datetime
 from xml.parsers import expat
@@ -55,6 +57,11 @@ MAX_NESTING = 3
 MAX_LOC_CHARS = 4096
 
 _FEED = 64 * 1024
+#: The XML declaration's encoding name (XML 1.0 section 4.3.3: EncName is ASCII letters,
+#: digits, '.', '_' and '-'), read from the first bytes.
+_DECLARED_ENCODING = re.compile(
+    rb"""\A(?:\xef\xbb\xbf)?\s*<\?xml[^>]*?encoding\s*=\s*["']([A-Za-z][A-Za-z0-9._-]*)["']"""
+)
 _GZIP_MAGIC = b"\x1f\x8b"
 
 
@@ -264,6 +271,43 @@ def _refuse_dtd(*_: object) -> int:
 def _parse_xml(
     data: bytes, url: str, *, max_urls: int, cut: bool, newer_than: datetime | None = None
 ) -> Sitemap:
+    try:
+        return _parse_expat(data, url, max_urls=max_urls, cut=cut, newer_than=newer_than)
+    except SitemapError:
+        raise
+    except ValueError:
+        # expat decodes UTF-8, UTF-16 and the single-byte codecs only ("multi-byte encodings
+        # are not supported"): a sitemap declared Shift_JIS, EUC-JP, GB2312 or Big5 is decoded
+        # by Python's codec and read as UTF-8.
+        transcoded = _as_utf8(data)
+        if transcoded is None:
+            raise SitemapError("not well-formed XML: an encoding expat cannot read") from None
+        return _parse_expat(transcoded, url, max_urls=max_urls, cut=cut, newer_than=newer_than)
+
+
+def _as_utf8(data: bytes) -> bytes | None:
+    """The document in UTF-8 with its declaration saying so, or None when its declared
+    encoding is not a text codec Python knows."""
+    declared = _DECLARED_ENCODING.match(data[:1024])
+    if declared is None:
+        return None
+    try:
+        codec = codecs.lookup(declared.group(1).decode("ascii"))
+    except LookupError:
+        return None
+    if not codec._is_text_encoding:  # rot13, base64 and kin
+        return None
+    try:
+        text = data[declared.end(1) + 1 :].decode(codec.name, "replace")
+    except (UnicodeError, ValueError):
+        return None
+    return b'<?xml version="1.0" encoding="UTF-8"' + text.encode("utf-8", "replace")
+
+
+def _parse_expat(
+    data: bytes, url: str, *, max_urls: int, cut: bool, newer_than: datetime | None = None
+) -> Sitemap:
+    """One expat pass; a ValueError for an encoding expat cannot use goes to the caller."""
     state = _XmlState(url=url, max_urls=max_urls, newer_than=newer_than)
     parser = expat.ParserCreate(namespace_separator=" ")
     parser.SetParamEntityParsing(expat.XML_PARAM_ENTITY_PARSING_NEVER)

@@ -104,11 +104,27 @@ def test_text_sitemap() -> None:
         gzip.compress(b"<urlset>")[:-9] + b"garbage!!",  # corrupt gzip
         # found by fuzzing: expat raised LookupError for an encoding Python does not know
         b'<?xml version="1.0" encoding="UTF-6"?><urlset/>',
+        # found by fuzzing: expat raised ValueError for a multi-byte codec it cannot use; read
+        # through Python's codec, this one's bytes make no XML
+        b'<?xml version="1.0" encoding="UTF-32"?><urlset/>',
+        b'<?xml version="1.0" encoding="rot13"?><urlset/>',
     ],
 )
 def test_not_a_sitemap(body: bytes) -> None:
     with pytest.raises(SitemapError):
         parse_sitemap(body, U)
+
+
+@pytest.mark.parametrize("encoding", ["Shift_JIS", "EUC-JP", "GB2312", "Big5"])
+def test_a_multi_byte_encoding_expat_lacks_is_read_through_python_codecs(encoding: str) -> None:
+    body = (
+        f'<?xml version="1.0" encoding="{encoding}"?>'
+        "<urlset><url><loc>http://h.test/\u65e5\u672c</loc></url>"
+        "<url><loc>http://h.test/b</loc></url></urlset>"
+    ).encode(encoding)
+    sitemap = parse_sitemap(body, U)
+    assert sitemap.urls == ("http://h.test/%E6%97%A5%E6%9C%AC", "http://h.test/b")
+    assert not sitemap.truncated
 
 
 def test_damaged_xml_keeps_the_entries_before_the_damage() -> None:

@@ -15,6 +15,7 @@ Oracles, on every input (the first byte chooses gzip and the limits):
 from __future__ import annotations
 
 import gzip
+import re
 import xml.etree.ElementTree as ET
 
 from archiver import urls
@@ -32,10 +33,15 @@ def tree_entries(document: bytes) -> tuple[str, list[str]] | None:
     """The root's local name and the entries, read with ElementTree; None if it cannot."""
     if b"<!" in document:
         return None  # a DTD (refused by us, expanded by ElementTree), CDATA or a comment
+    root: ET.Element | None
     try:
         root = ET.fromstring(document)
     except (ET.ParseError, LookupError):  # LookupError: an encoding Python does not know
         return None
+    except ValueError:  # a multi-byte encoding expat lacks: Python's codec decodes it
+        root = _decoded_tree(document)
+        if root is None:
+            return None
     kind = _local(root.tag)
     entry = "url" if kind == "urlset" else "sitemap"
     found: dict[str, None] = {}
@@ -51,6 +57,18 @@ def tree_entries(document: bytes) -> tuple[str, list[str]] | None:
             if resolved is not None:
                 found.setdefault(resolved, None)
     return kind, list(found)
+
+
+def _decoded_tree(document: bytes) -> ET.Element | None:
+    """The document decoded by the codec its declaration names, read by ElementTree as text
+    (which ignores the declared encoding)."""
+    declared = re.match(rb"""<\?xml[^>]*?encoding\s*=\s*["']([^"']+)["']""", document)
+    if declared is None:
+        return None
+    try:
+        return ET.fromstring(document.decode(declared.group(1).decode("latin-1"), "replace"))
+    except (ET.ParseError, LookupError, ValueError, UnicodeError, TypeError):
+        return None  # TypeError: a codec that is not text (rot13's str in, base64's bytes out)
 
 
 def check(data: bytes) -> None:

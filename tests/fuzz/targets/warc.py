@@ -108,10 +108,12 @@ DIFFERENCES = {
     "fields say is verify's to judge (it reports each rule it breaks). warcio and FastWARC "
     "refuse some field contents with an exception: then that reader is not compared (it "
     "read nothing to compare); where it reads the file, its boundaries must be ours.",
-    "whitespace-line": "a header line of only spaces or tabs is folding whitespace (WARC 1.1 "
-    "section 4: LWS = [CRLF] 1*( SP | HT )), so the header block goes on; warcio strips the "
-    "line and ends the header block there, so it reads the block from another byte. warcio is "
-    "not compared on such a file; FastWARC still is.",
+    "blank-to-warcio": "warcio reads header lines up to each LF and ends the header block at "
+    "the first one that is blank once stripped of whitespace (Python's str.strip): a line of "
+    "only spaces or tabs, which WARC 1.1 section 4 reads as folding (LWS = [CRLF] 1*( SP | HT "
+    ")), or what a bare LF leaves before a CRLF; archiver ends it only at CRLF CRLF. warcio "
+    "then reads the block from another byte, so it is not compared on such a file; FastWARC "
+    "still is.",
 }
 
 
@@ -153,9 +155,14 @@ def _head(file: bytes, record: RecordInfo) -> bytes:
     return stored.split(b"\r\n\r\n", 1)[0]
 
 
-def _whitespace_line(head: bytes) -> bool:
-    """A header line of only SP/HT (see DIFFERENCES["whitespace-line"])."""
-    return any(line and not line.strip(b" \t") for line in head.split(b"\r\n")[1:])
+def _blank_to_warcio(head: bytes) -> bool:
+    """A header line warcio takes for the blank line (see DIFFERENCES["blank-to-warcio"]); its
+    header decoding tries UTF-8 then Latin-1, so both are asked."""
+    for line in head.split(b"\n")[1:]:
+        for text in (line.decode("latin-1"), line.decode("utf-8", "replace")):
+            if not text.strip():
+                return True
+    return False
 
 
 def _bare_lf(head: bytes) -> bool:
@@ -214,7 +221,7 @@ def check(data: bytes) -> None:
         # types compared where they are ASCII (we read header bytes as UTF-8, warcio as
         # Latin-1: WARC 1.1 section 4 allows UTF-8 in values)
         ours = [(r.offset, r.length - trailer, _type(r, file)) for r in records]
-        if warcio is not None and not any(_whitespace_line(_head(file, r)) for r in records):
+        if warcio is not None and not any(_blank_to_warcio(_head(file, r)) for r in records):
             agree(_same(warcio, ours), "warcio reads other record boundaries", ours, warcio)
         ours_fast = [(r.offset, _type(r, file)) for r in records]
         if fast is not None:
