@@ -362,14 +362,31 @@ def available_cores() -> int:
     return os.cpu_count() or 1
 
 
+#: Crawler processes allowed per available core. A process runs one event loop on one core, so
+#: more processes than cores only wait for one another, each a whole interpreter in memory; a
+#: few per core still leave room for cores shared with other work.
+PROCESSES_PER_CORE = 4
+
+
 def parse_processes(value: Any, option: str = "") -> int:
-    """``auto`` (the cores available) or a number of processes >= 1."""
+    """``auto`` (the cores available) or a number of processes from 1 to
+    :data:`PROCESSES_PER_CORE` per available core."""
     if isinstance(value, str) and value.strip().lower() == "auto":
         return available_cores()
     try:
-        return int(p_int(1)(value, option))
+        count = int(p_int(1)(value, option))
     except SettingsError:
         raise _fail(option, "a number of processes >= 1 or auto", value) from None
+    cores = available_cores()
+    if count > PROCESSES_PER_CORE * cores:
+        raise _fail(
+            option,
+            f"at most {PROCESSES_PER_CORE} processes per core available "
+            f"({PROCESSES_PER_CORE * cores} here: a process uses one core, more only wait "
+            "for one another and take memory)",
+            value,
+        )
+    return count
 
 
 # -- declarations ------------------------------------------------------------------------------

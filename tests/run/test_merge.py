@@ -58,6 +58,9 @@ def test_processes_auto_is_the_cores_this_process_may_use() -> None:
         load_settings(None, {"processes": "0"})
     with pytest.raises(SettingsError, match="--processes"):
         load_settings(None, {"processes": "2", "frontier": "memory"})
+    assert load_settings(None, {"processes": str(4 * cores)}).processes == 4 * cores
+    with pytest.raises(SettingsError, match="at most 4 processes per core"):
+        load_settings(None, {"processes": str(4 * cores + 1)})
 
 
 def test_a_run_resumes_only_a_crawl_of_its_own_kind(tmp_path: Path) -> None:
