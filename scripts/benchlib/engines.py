@@ -71,22 +71,12 @@ def links(n: int, total: int) -> list[int]:
     return children + dups
 
 
-# -- the Redis worker -------------------------------------------------------------------------
-
-
-async def redis_worker(url: str, total: int, name: str, work: float) -> int:
-    from archiver.frontier.redis import RedisFrontier  # noqa: PLC0415
+async def drain(frontier: Any, total: int, work: float) -> int:
+    """Take every URL of the tree from ``frontier`` with :data:`BATCH` worker coroutines, each
+    URL costing ``work`` seconds of CPU and reporting its links, as a crawler's workers do;
+    the URLs this process took."""
     from archiver.models import CrawlItem, Outcome, TaskResult  # noqa: PLC0415
-    from archiver.policy.politeness import HostGate  # noqa: PLC0415
 
-    frontier = RedisFrontier(
-        url,
-        "engines",
-        gate=HostGate(concurrency=10**6, delay=0.0),
-        lease_timeout=600,
-        max_claim=BATCH,
-        process_id=name,
-    )
     await frontier.open()
     await frontier.put(CrawlItem(url=url_of(0)))
     done = 0
@@ -108,6 +98,24 @@ async def redis_worker(url: str, total: int, name: str, work: float) -> int:
     await asyncio.gather(*workers, return_exceptions=True)
     await frontier.close()
     return done
+
+
+# -- the Redis worker -------------------------------------------------------------------------
+
+
+async def redis_worker(url: str, total: int, name: str, work: float) -> int:
+    from archiver.frontier.redis import RedisFrontier  # noqa: PLC0415
+    from archiver.policy.politeness import HostGate  # noqa: PLC0415
+
+    frontier = RedisFrontier(
+        url,
+        "engines",
+        gate=HostGate(concurrency=10**6, delay=0.0),
+        lease_timeout=600,
+        max_claim=BATCH,
+        process_id=name,
+    )
+    return await drain(frontier, total, work)
 
 
 # -- the SQLite worker ------------------------------------------------------------------------
@@ -174,31 +182,10 @@ async def archiver_sqlite_worker(path: Path, total: int, work: float) -> int:
     """archiver's own SQLite frontier (one process only: it keeps its queues in memory), for
     what one process pays today."""
     from archiver.frontier.sqlite import SqliteFrontier  # noqa: PLC0415
-    from archiver.models import CrawlItem, Outcome, TaskResult  # noqa: PLC0415
     from archiver.policy.politeness import HostGate  # noqa: PLC0415
 
     frontier = SqliteFrontier(path, HostGate(concurrency=10**6, delay=0.0))
-    await frontier.open()
-    await frontier.put(CrawlItem(url=url_of(0)))
-    done = 0
-
-    async def one() -> None:
-        nonlocal done
-        while True:
-            lease = await frontier.get()
-            n = int(lease.item.url.rsplit("/", 1)[1])
-            burn(work)
-            await frontier.put_many(CrawlItem(url=url_of(c)) for c in links(n, total))
-            await frontier.task_done(lease, TaskResult(Outcome.DONE))
-            done += 1
-
-    workers = [asyncio.create_task(one()) for _ in range(BATCH)]
-    await frontier.join()
-    for task in workers:
-        task.cancel()
-    await asyncio.gather(*workers, return_exceptions=True)
-    await frontier.close()
-    return done
+    return await drain(frontier, total, work)
 
 
 def sqlite_setup(path: Path) -> None:
