@@ -210,26 +210,29 @@ def check(data: bytes) -> None:
 
 assert set(LENIENT) >= {"whitespace-around-size", "zero-padded-size", "odd-trailer-line"}
 
+#: libFuzzer dictionary entries for HTTP/1.x responses (this target's and the response framer's).
+HTTP_RESPONSE_WORDS = (
+    b"HTTP/1.1 ",
+    b"HTTP/1.0 ",
+    b"200 OK",
+    b"\r\n",
+    b"\r\n\r\n",
+    b"Content-Length: ",
+    b"Transfer-Encoding: chunked",
+    b"Transfer-Encoding: ",
+    b"Connection: close",
+    b"0\r\n\r\n",
+    b";ext=1",
+    b"100 Continue",
+    b"204",
+    b"304",
+)
+
 TARGET = Target(
     name="chunked",
     check=check,
     max_len=8192,
-    dictionary=(
-        b"HTTP/1.1 ",
-        b"HTTP/1.0 ",
-        b"200 OK",
-        b"\r\n",
-        b"\r\n\r\n",
-        b"Content-Length: ",
-        b"Transfer-Encoding: chunked",
-        b"Transfer-Encoding: ",
-        b"Connection: close",
-        b"0\r\n\r\n",
-        b";ext=1",
-        b"100 Continue",
-        b"204",
-        b"304",
-    ),
+    dictionary=HTTP_RESPONSE_WORDS,
     seed=whole,
     summary="dechunk and ChunkedDecoder in pieces; oracles: an RFC 9112 7.1 reference "
     "reading, h11 on the strict form (tolerances stated)",

@@ -19,7 +19,7 @@ import h11
 from archiver.fetch.httpframe import Framing, ResponseFramer, State
 from tests.commands.test_verify_chunked import BROKEN, COMPLETE, INCOMPLETE, STRICT
 from tests.fuzz.harness import Bytes, Target, agree, pieces, whole
-from tests.fuzz.targets.chunked import FUZZ_STRICT, reference
+from tests.fuzz.targets.chunked import FUZZ_STRICT, HTTP_RESPONSE_WORDS, reference
 
 #: Where the framer and h11 differ by design; each key names the difference, each value why.
 TOLERATED = {
@@ -157,22 +157,7 @@ TARGET = Target(
     name="response",
     check=check,
     max_len=8192,
-    dictionary=(
-        b"HTTP/1.1 ",
-        b"HTTP/1.0 ",
-        b"200 OK",
-        b"\r\n",
-        b"\r\n\r\n",
-        b"Content-Length: ",
-        b"Transfer-Encoding: chunked",
-        b"Transfer-Encoding: ",
-        b"Connection: close",
-        b"0\r\n\r\n",
-        b";ext=1",
-        b"100 Continue",
-        b"204",
-        b"304",
-    ),
+    dictionary=HTTP_RESPONSE_WORDS,
     seed=whole,
     summary="ResponseFramer (whole and in pieces); oracle: h11 as the client (status, body "
     "end, payload), tolerances stated",
