@@ -34,6 +34,7 @@ import redis
 
 from archiver.commands import verify
 from archiver.warc.naming import safe_name_part
+from tests.support.processes import wait_exited
 from tests.support.site import SiteServer, generated_site
 from tests.support.tools import reference_cdxj
 from tests.support.warcs import responses
@@ -103,7 +104,7 @@ def assert_nothing_left(out: Path, supervisor: int, guard: float = 120.0) -> Non
     processes are stopping by themselves)."""
     deadline = time.monotonic() + guard
     while (left := crawl_processes(out, supervisor)) and time.monotonic() < deadline:
-        time.sleep(0.1)
+        wait_exited([pid for pid, _ in left], deadline - time.monotonic())
     assert not left, f"processes outlived the crawl: {left}"
 
 
@@ -315,7 +316,8 @@ def test_a_deep_output_directory_gets_a_short_socket(
         if with_pid.exists():
             with contextlib.suppress(ValueError, OSError):
                 sockets.add(json.loads(with_pid.read_text())["socket"])
-        time.sleep(0.02)
+        with contextlib.suppress(subprocess.TimeoutExpired):
+            proc.wait(0.02)  # the next look at the pid file, or at once when the crawl ends
     wait(proc, log)
     assert sockets and all(len(s) <= 100 and str(out) not in s for s in sockets)
     assert not any(Path(s).parent.exists() for s in sockets)

@@ -14,6 +14,7 @@ from pathlib import Path
 import redis
 
 from archiver.run.redisserver import PrivateRedis, redis_binary
+from tests.support.processes import wait_exited
 
 
 def alive(pid: int) -> bool:
@@ -24,9 +25,7 @@ def alive(pid: int) -> bool:
 
 
 def wait_gone(pid: int, guard: float = 60.0) -> None:
-    deadline = time.monotonic() + guard
-    while alive(pid) and time.monotonic() < deadline:
-        time.sleep(0.05)
+    wait_exited([pid], guard)
     assert not alive(pid), f"pid {pid} still running"
 
 
