@@ -57,10 +57,7 @@ class Outcomes:
         self._challenged_hosts: set[str] = set()  # warned about once each
 
     def skip_log(self, via: str | None, url: str, reason: SkipReason) -> None:
-        if self._info_event is not None:  # one per link out of scope: as many as fetches
-            self._info_event("skip", {"url": url, "via": via, "reason": reason.value})
-        else:
-            self._log.info("skip", url=url, via=via, reason=reason.value)
+        self._info_event("skip", {"url": url, "via": via, "reason": reason.value})
 
     def skipped(self, item: CrawlItem, reason: SkipReason, *, unsent: bool = False) -> TaskResult:
         """The lease is skipped; ``unsent`` when no request at all was made for it (its
@@ -213,10 +210,7 @@ class Outcomes:
         if worker is not None:
             event["worker"] = worker  # "worker-3": crawl.log's thread field "#003"
         event.update(extra)
-        if self._info_event is not None:
-            self._info_event("fetch", event)
-        else:
-            self._log.info("fetch", **event)
+        self._info_event("fetch", event)
 
 
 __all__ = ["RETRY_BASE_SECONDS", "TRANSIENT", "WORKER_NAME", "Outcomes"]

@@ -45,9 +45,9 @@ class RunContext:
     settings: Settings
     stats: CrawlStats
     log: Any
-    #: writes an ``info`` event without the logger's processors (the per-fetch line); None:
-    #: through ``log``
-    info_event: Callable[[str, dict[str, Any]], None] | None = None
+    #: writes an ``info`` event as ``log`` would, without its processors (the per-fetch and
+    #: per-skip lines, as many as fetches: :meth:`archiver.run.log.CrawlLog.info_event`)
+    info_event: Callable[[str, dict[str, Any]], None]
 
 
 @dataclass(frozen=True, slots=True)
