@@ -290,18 +290,26 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
-def _settings_from_args(args: argparse.Namespace) -> Settings:
+def typed_overrides(args: argparse.Namespace) -> dict[str, Any]:
+    """The settings the user typed on the command line, and only those.
+
+    Every setting option defaults to ``None`` (absent), so a value from ``--config`` is
+    overridden only by an option actually given. The positional seed list is the one argument
+    argparse fills even when nothing was typed (``nargs="*"`` gives ``[]``): an empty list is
+    absent too, or a job file's ``seeds`` would be replaced by no seeds at all.
+    """
     overrides: dict[str, Any] = {}
     for f in setting_fields():
         value = getattr(args, f.name, None)
-        if value is not None:
-            overrides[f.name] = value
-    if args.seeds:
-        overrides["seeds"] = tuple(args.seeds)
-    if args.verbose:
-        overrides["verbose"] = args.verbose
+        if value is None or (f.name == "seeds" and not value):
+            continue
+        overrides[f.name] = tuple(value) if f.name == "seeds" else value
+    return overrides
+
+
+def _settings_from_args(args: argparse.Namespace) -> Settings:
     config = Path(args.config) if args.config else None
-    return load_settings(config, overrides)
+    return load_settings(config, typed_overrides(args))
 
 
 async def _run_crawl(settings: Settings, display: Display) -> CrawlResult:

@@ -19,7 +19,7 @@ from pathlib import Path
 
 import pytest
 
-from archiver.commands.cli import build_parser, main
+from archiver.commands.cli import build_parser, main, typed_overrides
 from archiver.config.settings import default_config_text, load_settings, option_name, setting_fields
 from tests.support.site import SiteServer
 from tests.support.tools import REPO_ROOT, tools_venv
@@ -263,6 +263,41 @@ def test_config_precedence(tmp_path: Path) -> None:
     assert settings["max_tries"] == 2 and settings["frontier"] == "memory"  # config over default
     assert settings["stats_interval"] == 60.0
     assert settings["compress_level"] == 1 and settings["scope"] == "host"  # defaults
+
+
+def test_only_options_typed_override_the_config_file() -> None:
+    """No setting reaches the overrides unless typed: not the empty positional seed list, not a
+    flag's default, not an appended list's empty start (each would replace the --config value)."""
+    parser = build_parser()
+    assert typed_overrides(parser.parse_args(["crawl", "--config", "job.toml"])) == {}
+    assert typed_overrides(parser.parse_args(["crawl", "--config", "job.toml", "-q"])) == {
+        "quiet": True
+    }
+    typed = parser.parse_args(["crawl", "http://a.test/", "--no-cookies", "--exclude", "x", "-vv"])
+    assert typed_overrides(typed) == {
+        "seeds": ("http://a.test/",),
+        "cookie_jar": False,
+        "exclude": ["x"],
+        "verbose": 2,
+    }
+
+
+def test_every_setting_of_a_config_file_survives_an_empty_command_line(tmp_path: Path) -> None:
+    """Each setting given in a config file keeps its value when the command line names none
+    (the settings are read the way `archiver crawl --config FILE` reads them)."""
+    from archiver.commands.cli import _settings_from_args  # noqa: PLC0415
+
+    config = tmp_path / "all.toml"
+    config.write_text(
+        "[crawl]\nseeds = ['http://a.test/']\nworkers = 3\noverwrite = true\n"
+        "[scope]\nexclude = ['x']\nsitemaps = 'off'\n"
+        "[fetch]\ncookie_jar = false\nheader = ['X-A: 1']\n"
+        "[output]\nquiet = true\nverbose = 1\n"
+    )
+    settings = _settings_from_args(build_parser().parse_args(["crawl", "--config", str(config)]))
+    assert settings.seeds == ("http://a.test/",) and settings.workers == 3 and settings.overwrite
+    assert settings.exclude == ("x",) and settings.sitemaps == "off" and not settings.cookie_jar
+    assert settings.header == (("X-A", "1"),) and settings.quiet and settings.verbose == 1
 
 
 @pytest.mark.parametrize(

@@ -8,6 +8,7 @@ import contextlib
 import json
 import os
 import re
+import shlex
 import shutil
 import subprocess
 import sys
@@ -296,3 +297,74 @@ def test_example_systemd_units(tmp_path: Path) -> None:
         check=False,
     )
     assert proc.returncode == 0, proc.stderr
+
+
+# --------------------------------------------------- the documented command lines, as written
+
+
+def example_job(tmp_path: Path, seed: str) -> Path:
+    """config/job-example.toml with only what names the machine changed: the job directory and
+    the seed (a local site), and the free-disk floor, so the test does not depend on 20 GB
+    being free where it runs. Everything else (robots, delays, wacz, dedup from "previous")
+    is the example's own."""
+    text = (REPO / "config" / "job-example.toml").read_text()
+    text = text.replace('"/var/lib/archiver/jobs/example"', json.dumps(str(tmp_path / "job")))
+    text = text.replace('"https://www.example.org/"', json.dumps(seed))
+    text = text.replace('min_free_disk = "20GB"', 'min_free_disk = "10MB"')
+    config = tmp_path / "example.toml"
+    config.write_text(text)
+    return config
+
+
+def documented_command(line: str, config: Path) -> list[str]:
+    """A command line of the example files, run with this checkout's archiver and the job file."""
+    argv = shlex.split(line)
+    assert argv[0] == "/opt/archiver/.venv/bin/archiver", line
+    args = [str(config) if a.startswith("/etc/archiver/jobs/") else a for a in argv[1:]]
+    return [sys.executable, "-m", "archiver", *args]
+
+
+def cron_command() -> str:
+    (line,) = (
+        line
+        for line in (REPO / "config" / "cron.example").read_text().splitlines()
+        if line.strip() and not line.startswith("#") and "=" not in line.split()[0]
+    )
+    return line.split(None, 6)[6]
+
+
+def unit_command() -> str:
+    service = configparser.ConfigParser(strict=False, interpolation=None)
+    service.optionxform = str  # type: ignore[assignment,method-assign]
+    service.read(REPO / "config" / "archiver-crawl@.service")
+    return service["Service"]["ExecStart"]
+
+
+@pytest.mark.parametrize("source", ["cron.example", "archiver-crawl@.service"])
+def test_the_example_job_runs_from_its_documented_command_line(tmp_path: Path, source: str) -> None:
+    """Two scheduled runs of config/job-example.toml, each from the exact command line of the
+    cron example or the systemd unit: the seeds come from the job file (no positional seed was
+    typed, so none may replace them), and the second run stores only what changed."""
+    line = cron_command() if source == "cron.example" else unit_command()
+    with SiteServer().running_in_thread() as site:
+        changing = ChangingSite(site)
+        config = example_job(tmp_path, site.url("/"))
+        command = documented_command(line, config)
+        first = subprocess.run(command, capture_output=True, text=True, timeout=300, check=False)
+        assert first.returncode == 0, first.stderr
+        changing.version = 2
+        second = subprocess.run(command, capture_output=True, text=True, timeout=300, check=False)
+        assert second.returncode == 0, second.stderr
+    job = tmp_path / "job"
+    runs = sorted((job / "runs").iterdir())
+    assert len(runs) == 2, runs
+    log = [json.loads(line) for line in (job / "runs.jsonl").read_text().splitlines()]
+    assert [e["run"] for e in log] == [r.name for r in runs]
+    assert [(e["status"], e["exit_code"]) for e in log] == [("completed", 0)] * 2
+    assert (job / "latest").resolve() == runs[1].resolve()
+    first_kinds = [r.type for r in responses(runs[0] / "warcs")]
+    assert first_kinds and set(first_kinds) == {"response"}
+    second_kinds = [r.type for r in responses(runs[1] / "warcs")]
+    assert second_kinds.count("revisit") >= 4 and second_kinds.count("response") >= 1
+    assert log[1]["previous"] == str(runs[0])
+    assert list(runs[1].glob("*.wacz"))  # wacz = true in the example
