@@ -1,7 +1,7 @@
 """The development commands the README and docs/ show, run as written from the checkout.
 
-The fuzzing run takes its 20 seconds (and ~7 more to start) while the other tests of this
-module run: it starts with the module, its test collects it last.
+The fuzzing run takes its 20 seconds (and ~7 more to start) while the other modules of
+``tests/docs`` run: ``tests/docs/conftest.py`` starts it, its test here collects it.
 """
 
 from __future__ import annotations
@@ -10,32 +10,17 @@ import filecmp
 import re
 import shutil
 import subprocess
-from collections.abc import Iterator
 from pathlib import Path
-
-import pytest
 
 from tests.docs.registry import documents
 from tests.docs.shell import DocShell, workdir
 from tests.fuzz.harness import NAMES
 
 REPO = Path(__file__).resolve().parents[2]
-FUZZ_ONE = "scripts/fuzz --seconds 20 chunked"
 FUZZ_LIST = "scripts/fuzz --list"
 CHECK = "./scripts/check"
 GENERATE = "scripts/gen-default-config"
 GENERATED = (Path("config/default.toml"), Path("docs/settings.md"), Path("README.md"))
-
-
-@pytest.fixture(scope="module", autouse=True)
-def fuzzing(doc: DocShell) -> Iterator[subprocess.Popen[str]]:
-    process = doc.start(FUZZ_ONE, cwd=REPO)
-    try:
-        yield process
-    finally:
-        if process.poll() is None:  # the test failed before collecting it
-            process.kill()
-            process.communicate()
 
 
 @documents(CHECK)
@@ -76,8 +61,9 @@ def test_the_fuzz_targets_are_listed(doc: DocShell) -> None:
     assert listed == list(NAMES) and len(listed) >= 10
 
 
-@documents(FUZZ_ONE)
-def test_one_fuzz_target_runs_for_its_seconds(fuzzing: subprocess.Popen[str]) -> None:
+@documents("scripts/fuzz --seconds 20 chunked")  # started by tests/docs/conftest.py
+def test_one_fuzz_target_runs_for_its_seconds(fuzzing: subprocess.Popen[str] | None) -> None:
+    assert fuzzing is not None
     out, err = fuzzing.communicate(timeout=240)
     assert fuzzing.returncode == 0, out + err[-3000:]
     line = re.fullmatch(r"chunked: (\d+) execs, \d+ features, \d+ corpus, 0 crashes\n", out)
