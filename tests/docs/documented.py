@@ -13,11 +13,12 @@ What is a command line:
    with a command word.
 3. **Config files** (``config/*``): in a ``#`` comment, a code span that starts with a command
    word, a comment whose text starts with one (``#   archiver crawl --config ...``), or
-   ``archiver SUBCOMMAND ...`` met in its text (to the end of the line); in a systemd unit,
-   the value of every ``Exec*=`` line; in a crontab (``config/cron*``), the command field of
-   every entry (system crontab format: ``m h dom mon dow user command``).
+   ``archiver SUBCOMMAND ...`` met in its text (to the end of the line; in comments
+   SUBCOMMAND must be one of archiver's, so that "archiver reads this file" stays a
+   sentence); in a systemd unit, the value of every ``Exec*=`` line; in a crontab (a file
+   with a ``m h dom mon dow user command`` entry), the command field of every entry.
 
-Command words: ``archiver`` followed by a subcommand or an option, a path to ``archiver``
+Command words: ``archiver`` followed by a lower-case word or an option, a path to ``archiver``
 (``.venv/bin/archiver``, ``/opt/archiver/.venv/bin/archiver``), the repository's scripts
 (``scripts/NAME``, ``./scripts/NAME``: a file in ``scripts/`` that is executable, or none at
 all), ``python -m archiver`` and ``python -m tests...`` (any ``python``), ``curl`` and
@@ -31,7 +32,8 @@ What is not a command line, though it starts with a command word:
 
 - a **synopsis**: a word is a placeholder, written in capitals (``DIR``, ``URL...``,
   ``--OPTION``, ``N``), in brackets (``[-o FILE]``), or elided (``…``, ``...``):
-  ``archiver index DIR [DIR...]``;
+  ``archiver index DIR [DIR...]``; a quoted word is never one (``--exclude '[?&]x='``), an
+  unquoted word in capitals always is (write ``-X POST`` as ``-X 'POST'``);
 - in running text (code spans), **a subcommand's bare name**, ``archiver verify`` with
   nothing after it: the prose names the command, as it would a word.
 
