@@ -299,8 +299,7 @@ async def _load(tab: _Tab, url: str, started: float) -> PageResult:
         final_url=final_url,
         title=str(dom.get("title") or "").strip() or None,
         text=str(dom.get("text") or ""),
-        # a BOM: the serialisation is UTF-8 whatever <meta charset> the document declares
-        links=extract_html(b"\xef\xbb\xbf" + html.encode("utf-8", "replace"), final_url),
+        links=live_links(html, final_url),
         screenshot=screenshot,
         requests=interceptor.requests,
         refused=interceptor.refused,
@@ -310,6 +309,18 @@ async def _load(tab: _Tab, url: str, started: float) -> PageResult:
         dom_truncated=bool(dom.get("truncated")),
         duration=tab.now() - started,
     )
+
+
+def live_links(html: str, location: str) -> Links:
+    """The links of the live DOM's serialisation, resolved against the document's URL without
+    its fragment. The URL Standard's basic URL parser takes a relative reference's scheme, host,
+    path and query from the base and never its fragment ("relative state" onwards: the fragment
+    state is entered only from the input), while a hash-routed page's location carries its
+    route (``/app/#/guide``): left in, it would become part of every relative link's path
+    (``/app/#/vendor/lib.js`` for ``vendor/lib.js``), each a junk copy of the page."""
+    document = location.partition("#")[0]
+    # a BOM: the serialisation is UTF-8 whatever <meta charset> the document declares
+    return extract_html(b"\xef\xbb\xbf" + html.encode("utf-8", "replace"), document)
 
 
 async def _prepare(tab: _Tab, session: Session, *, top: bool) -> None:

@@ -19,6 +19,7 @@ from archiver.browser.exchange import BrowserRequest, BrowserResponse, Refusal
 from archiver.browser.pool import BrowserConfig, BrowserPool
 from archiver.extract.links import extract_html
 from tests.browser.conftest import SiteHandler
+from tests.support.site import SiteServer
 from tests.support.spa_site import INDEX, ITEMS, LAZY_IMAGES, UPLOAD, SpaSite, item_paths
 
 
@@ -516,3 +517,26 @@ fetch(blob).then((r) => r.text()).then((text) => {
         result = await pool.load(spa.url("/inline"), handler)
     assert result.title == "from a blob and inline"
     assert all(url.startswith("http://") for url in asked), asked
+
+
+async def test_relative_links_of_a_routed_page_resolve_without_its_fragment(
+    pool: BrowserPool, handler: SiteHandler
+) -> None:
+    """A hash-routed page's location keeps its route (``/docs/#/guide``); its relative links
+    resolve against the document's URL (the URL Standard never takes the base's fragment), not
+    into junk URLs such as ``/docs/#/vendor/lib.js`` that each fetch a copy of the page."""
+    async with SiteServer() as site:
+        site.add_page(
+            "/docs/",
+            "<html><head><title>docs</title><script>history.replaceState(null, '', '#/guide');"
+            '</script><script src="vendor/lib.js"></script></head>'
+            '<body><a href="other.html">other</a><img src="img/logo.png"></body></html>',
+        )
+        site.add_file("/docs/vendor/lib.js", b"document.title = 'routed';", "text/javascript")
+        result = await pool.load(site.url("/docs/"), handler)
+    assert result.final_url == site.url("/docs/#/guide")
+    assert result.title == "routed"
+    assert site.url("/docs/other.html") in result.links.pages
+    assert site.url("/docs/img/logo.png") in result.links.requisites
+    every = [*result.links.pages, *result.links.requisites]
+    assert not [url for url in every if "#" in url or "/guide" in url], every
