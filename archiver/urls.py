@@ -473,3 +473,49 @@ def redact_url(url: str) -> str:
     host = parts.netloc.rsplit("@", 1)[-1]
     user = parts.username or ""
     return urlunsplit(parts._replace(netloc=f"{user}:***@{host}"))
+
+
+# -- hash routes ---------------------------------------------------------------------------------
+#
+# A single-page application that routes by the fragment (``/app/#/guide``, ``/app/#!/post/3``)
+# shows one page per route from one document. The fragment is never sent (URL Standard: the
+# request's URL excludes it; WARC targets never carry one), so a crawler that drops it collapses
+# the application into its first page. In a browser crawl a route is a page of its own: queued as
+# ``DOCUMENT#ROUTE``, it is loaded by in-page navigation in a tab that holds the document.
+#
+# Which fragments are routes: those starting with ``/`` (the convention of every hash router:
+# Vue Router's and React Router's hash modes, Angular's ``useHash``, docsify) or ``!`` (the
+# "hashbang" of the AJAX crawling scheme). Any other fragment names a place in the document (HTML
+# Standard, "scroll to the fragment"): ``#section`` is not a page. The bare ``#/`` and ``#!`` are
+# the document's own first route: the document itself, not a page apart.
+
+#: Characters percent-encoded in a fragment (URL Standard, "fragment percent-encode set").
+_FRAGMENT_ESCAPES = re.compile(r'[\x00-\x20"<>`\x7f]')
+
+
+def is_route(fragment: str) -> bool:
+    """Whether a fragment (without its ``#``) is a route of a hash-routed application."""
+    if fragment.startswith("!"):
+        return fragment not in ("!", "!/")
+    return fragment.startswith("/") and fragment != "/"
+
+
+def split_route(url: str) -> tuple[str, str]:
+    """``(document, route)`` of a route URL (``route`` without its ``#``), ``(url, "")`` for a
+    URL without one."""
+    document, sep, fragment = url.partition("#")
+    return (document, fragment) if sep and is_route(fragment) else (url, "")
+
+
+def route_url(url: str) -> str | None:
+    """``url`` normalised (:func:`normalize_url`) with its fragment kept when it is a route
+    (percent-encoded as the URL Standard encodes fragments); None when it is not an http(s)
+    URL. Any other fragment is dropped, as :func:`normalize_url` drops it."""
+    document, sep, fragment = url.partition("#")
+    try:
+        normal = normalize_url(document)
+    except InvalidURLError:
+        return None
+    if not (sep and is_route(fragment)):
+        return normal
+    return normal + "#" + _FRAGMENT_ESCAPES.sub(lambda m: f"%{ord(m.group()):02X}", fragment)

@@ -26,7 +26,16 @@ from archiver.policy import challenge
 from archiver.policy.netguard import AddressPolicy, classify
 from archiver.run.log import crawl_logger
 from archiver.run.output import cut_torn_line
-from archiver.urls import _SIMPLE_REF, _resolve_general, _resolve_simple, normalize_url, resolve
+from archiver.urls import (
+    _SIMPLE_REF,
+    _resolve_general,
+    _resolve_simple,
+    is_route,
+    normalize_url,
+    resolve,
+    route_url,
+    split_route,
+)
 from archiver.warc.records import cdx_mime
 
 
@@ -88,6 +97,36 @@ def test_normalize_url(raw: str, expected: str) -> None:
 )
 def test_resolve(ref: str, expected: str | None) -> None:
     assert resolve("http://a.b/dir/page.html", ref) == expected
+
+
+@pytest.mark.parametrize(
+    ("link", "expected"),
+    [
+        # routes of hash routers (#/...) and of the AJAX crawling scheme's hashbang (#!...)
+        ("http://A.b/app/#/guide", "http://a.b/app/#/guide"),
+        ("http://a.b/app/#/guide/intro?x=1", "http://a.b/app/#/guide/intro?x=1"),
+        ("http://a.b/app#!/post/3", "http://a.b/app#!/post/3"),
+        ("http://a.b/app#!post-3", "http://a.b/app#!post-3"),
+        ('http://a.b/x#/a b"c<d>`', "http://a.b/x#/a%20b%22c%3Cd%3E%60"),
+        ("http://a.b/x#/%C3%A9", "http://a.b/x#/%C3%A9"),  # kept as the browser serialised it
+        # places in the document, and the document's own first route: no route
+        ("http://a.b/app/#section", "http://a.b/app/"),
+        ("http://a.b/app/#", "http://a.b/app/"),
+        ("http://a.b/app/#/", "http://a.b/app/"),
+        ("http://a.b/app/#!", "http://a.b/app/"),
+        ("http://a.b/app/#!/", "http://a.b/app/"),
+        ("http://a.b/app/", "http://a.b/app/"),
+        ("mailto:x@a.b#/route", None),
+        ("javascript:void(0)#/route", None),
+    ],
+)
+def test_route_url_keeps_only_route_fragments(link: str, expected: str | None) -> None:
+    assert route_url(link) == expected
+    if expected is not None:
+        document, route = split_route(expected)
+        assert document == normalize_url(link)  # what is requested: never a fragment
+        assert route == (expected.partition("#")[2])
+        assert is_route(route) == bool(route)
 
 
 def test_normalised_urls_have_no_control_characters() -> None:
