@@ -8,7 +8,9 @@
     ├── BrowserError             the browser or the tab failed (crash, hang, lost connection,
     │   │                        page timeout): this page may be retried; the pool restarts
     │   │                        Chromium by itself when it died
-    │   └── PageTimeoutError     the page did not get far enough within the page timeout
+    │   ├── PageTimeoutError     the page did not get far enough within the page timeout
+    │   └── PageScriptError      a script run in the page threw (archiver's: a bug; a user
+    │                            behaviour's: noted, the page goes on)
     └── NavigationError          the page's own document did not load (refused by the handler,
                                  a download, a network error reported by the browser): retrying
                                  the same page gives the same answer
@@ -29,6 +31,10 @@ class BrowserError(ArchiverError):
 
 class PageTimeoutError(BrowserError):
     """The page did not load (or the tab stopped answering) within the page timeout."""
+
+
+class PageScriptError(BrowserError):
+    """A script evaluated in the page threw; the message is the exception's description."""
 
 
 class NavigationError(ArchiverError):

@@ -103,6 +103,11 @@ class Interceptor:
         self._tasks.add(task)
         task.add_done_callback(self._tasks.discard)
 
+    def activity(self) -> None:
+        """Count now as network activity: the next quiet period starts from here (the page was
+        told to do something that makes requests a moment later)."""
+        self._touch(0)
+
     @property
     def in_flight(self) -> int:
         return self._in_flight

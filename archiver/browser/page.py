@@ -33,12 +33,24 @@ from __future__ import annotations
 import asyncio
 import base64
 import contextlib
+import json
 from dataclasses import dataclass, field
 from typing import Any
 
-from archiver.browser.behaviors import BEHAVIORS
+from archiver import urls
+from archiver.browser.behaviors import (
+    DEFAULT_BEHAVIORS,
+    BehaviorOptions,
+    BehaviorReport,
+    run_behaviors,
+)
 from archiver.browser.cdp import CommandError, CommandTimeoutError, Connection, Params, Session
-from archiver.browser.errors import BrowserError, NavigationError, PageTimeoutError
+from archiver.browser.errors import (
+    BrowserError,
+    NavigationError,
+    PageScriptError,
+    PageTimeoutError,
+)
 from archiver.browser.exchange import MAX_FULFILL_BODY, RequestHandler
 from archiver.browser.intercept import PATTERNS, Interceptor
 from archiver.extract.links import MAX_DECODED, Links, extract_html
@@ -53,6 +65,26 @@ NO_SERVICE_WORKERS = """(() => {
     Object.defineProperty(container.prototype, "register", {value: refuse, configurable: false});
   } catch (e) {}
 })()"""
+
+#: Every frame: a window the page opens (``window.open``) would be a page of its own, outside the
+#: capture; the call is answered as a popup blocker answers it (null) and the URL kept, to be
+#: read by :data:`TAKE_OPENED` and queued as a link.
+NO_WINDOWS = """(() => {
+  const opened = [];
+  try {
+    Object.defineProperty(globalThis, "__archiverOpened", {value: opened});
+    Object.defineProperty(window, "open", {configurable: true, writable: true, value: (url) => {
+      if (opened.length < 100) {
+        try { opened.push(new URL(String(url === undefined ? "" : url), location.href).href); }
+        catch (e) { opened.push(String(url)); }
+      }
+      return null;
+    }});
+  } catch (e) {}
+})()"""
+TAKE_OPENED = "(globalThis.__archiverOpened || []).splice(0)"
+#: A same-document navigation to a fragment (``%s``: the fragment, as a JSON string).
+FOLLOW_ROUTE = "(() => { location.hash = %s; return location.href; })()"
 
 # The live document, serialised; the content of open shadow roots (web components) appended
 # in a hidden element so that their links are read too; at most LIMIT characters.
@@ -78,18 +110,31 @@ READ_DOM = """(() => {
   if (shadows.length) html += "<div hidden>" + shadows.join("") + "</div>";
   const truncated = html.length > limit;
   const text = document.body ? document.body.innerText : "";
-  return {url: location.href, title: document.title, truncated: truncated,
+  const hashed = new Set();
+  for (const link of document.querySelectorAll("a[href], area[href]")) {
+    const href = link.href;
+    if (typeof href === "string" && href.includes("#") && hashed.size < 2000) hashed.add(href);
+  }
+  return {url: location.href, title: document.title, truncated: truncated, hashed: [...hashed],
           text: text.slice(0, %d),
           html: "<!DOCTYPE html>" + (truncated ? html.slice(0, limit) : html)};
 })()"""
 #: The most of a page's rendered text kept in its result (``PageResult.text``).
 MAX_TEXT = 64 * 1024
 
+#: The Windows virtual key codes of the keys behaviours press (Input.dispatchKeyEvent).
+_KEY_CODES = {"Escape": 27, "Enter": 13, "Tab": 9}
+#: The most popup URLs kept per page.
+MAX_POPUPS_LISTED = 100
+
 _AUTO_ATTACH = {"autoAttach": True, "waitForDebuggerOnStart": True, "flatten": True}
 #: Time kept at the end of the page timeout for reading the DOM and the screenshot.
 MAX_RESERVE = 5.0
 #: The longest wait for the network to go quiet after the load event and after behaviours.
 QUIET_TIMEOUT = 10.0
+#: The least time a command to the page is given, within the page timeout: a behaviour whose
+#: share of the time is about to end can still finish the step it began.
+COMMAND_GRACE = 2.0
 
 
 @dataclass(frozen=True, slots=True)
@@ -97,7 +142,8 @@ class PageOptions:
     """How one page is loaded."""
 
     timeout: float = 30.0
-    behaviors: tuple[str, ...] = ("autoscroll",)
+    behaviors: tuple[str, ...] = DEFAULT_BEHAVIORS
+    behavior_options: BehaviorOptions = field(default_factory=BehaviorOptions)
     screenshot: bool = False
     window: tuple[int, int] = (1280, 960)
     #: the network is quiet when no request has been in flight for this long
@@ -133,6 +179,14 @@ class PageResult:
     """False when the network had not gone quiet when the page was read."""
     dom_truncated: bool
     duration: float
+    behaviors: tuple[BehaviorReport, ...] = ()
+    """What each behaviour did, in the order they ran."""
+    routes: tuple[str, ...] = ()
+    """The hash routes the live document links to (``DOCUMENT#/ROUTE``, normalised by
+    :func:`archiver.urls.route_url`): pages of their own, which the links leave out."""
+    popups: tuple[str, ...] = ()
+    """The windows the page tried to open by itself (not by a behaviour's doing), none
+    opened: the URLs, for the caller to follow as links."""
 
 
 @dataclass
@@ -152,6 +206,8 @@ class _Tab:
     loads: set[str] = field(default_factory=set)
     """The documents whose load event fired."""
     loaded: asyncio.Event = field(default_factory=asyncio.Event)
+    popups: list[str] = field(default_factory=list)
+    """Windows that opened anyway (a new target), each closed at once: their URLs."""
 
     def await_load(self, loader: str) -> None:
         """Wait for ``loader``'s load event from now on (set if it already fired)."""
@@ -169,6 +225,13 @@ class _Tab:
     def remaining(self, until: float | None = None) -> float:
         return max((until if until is not None else self.deadline) - self.now(), 0.001)
 
+    def command_timeout(self, until: float) -> float:
+        """Until ``until``, but at least :data:`COMMAND_GRACE` seconds within the page's
+        deadline."""
+        now = self.now()
+        grace = min(now + COMMAND_GRACE, self.deadline)
+        return max(max(until, grace) - now, 0.001)
+
     async def evaluate(self, expression: str, *, until: float) -> Any:
         """Evaluate in the isolated world (made again if a navigation replaced it)."""
         try:
@@ -185,30 +248,60 @@ class _Tab:
                 timeout=self.remaining(until),
             )
             self.world = int(made["executionContextId"])
+        return await self._run(expression, until, {"contextId": self.world})
+
+    async def evaluate_main(self, expression: str, *, until: float) -> Any:
+        """Evaluate in the page's own world (the main frame's current document)."""
+        return await self._run(expression, until, {})
+
+    async def _run(self, expression: str, until: float, where: Params) -> Any:
         reply = await self.session.send(
             "Runtime.evaluate",
-            {
-                "expression": expression,
-                "contextId": self.world,
-                "returnByValue": True,
-                "awaitPromise": True,
-            },
-            timeout=self.remaining(until),
+            {"expression": expression, "returnByValue": True, "awaitPromise": True, **where},
+            timeout=self.command_timeout(until),
         )
         if "exceptionDetails" in reply:
             details = reply["exceptionDetails"]
             text = details.get("exception", {}).get("description") or details.get("text")
-            raise BrowserError(f"a script of archiver failed in the page: {text}")
+            raise PageScriptError(f"a script failed in the page: {text}")
         return reply.get("result", {}).get("value")
+
+    async def take_popups(self, *, until: float) -> list[str]:
+        """The windows the page tried to open since the last call: the ``window.open`` calls
+        answered null (:data:`NO_WINDOWS`), and any new window closed at once."""
+        opened = await self.evaluate_main(TAKE_OPENED, until=until)
+        taken = [str(url) for url in opened or ()] + self.popups
+        self.popups = []
+        return taken
+
+    async def insert_text(self, text: str, *, until: float) -> None:
+        await self.session.send(
+            "Input.insertText", {"text": text}, timeout=self.command_timeout(until)
+        )
+
+    async def press_key(self, key: str, *, until: float) -> None:
+        code = _KEY_CODES.get(key, 0)
+        for kind in ("keyDown", "keyUp"):
+            await self.session.send(
+                "Input.dispatchKeyEvent",
+                {"type": kind, "key": key, "code": key, "windowsVirtualKeyCode": code},
+                timeout=self.command_timeout(until),
+            )
 
     async def settle(self, quiet: float, until: float) -> bool:
         return await self.interceptor.wait_quiet(self.session, quiet, until)
 
 
 async def load_page(
-    connection: Connection, url: str, handler: RequestHandler, options: PageOptions
+    connection: Connection,
+    url: str,
+    handler: RequestHandler,
+    options: PageOptions,
+    *,
+    route: str = "",
 ) -> PageResult:
-    """Load ``url`` in a new tab of the browser behind ``connection`` (see the module doc)."""
+    """Load ``url`` in a new tab of the browser behind ``connection`` (see the module doc);
+    with ``route`` (a hash route, without its ``#``), follow it in the page once it loaded."""
     loop = asyncio.get_running_loop()
     started = loop.time()
     deadline = started + options.timeout
@@ -234,7 +327,7 @@ async def load_page(
             on_failure=lambda exc: session.end(BrowserError(f"the page was stopped: {exc!r}")),
         )
         tab = _Tab(connection, session, target, interceptor, options, deadline)
-        result = await _load(tab, url, started)
+        result = await _load(tab, url, started, route)
         if interceptor.failure is not None:
             raise interceptor.failure
         return result
@@ -255,7 +348,7 @@ async def load_page(
         await _close_target(connection, target)
 
 
-async def _load(tab: _Tab, url: str, started: float) -> PageResult:
+async def _load(tab: _Tab, url: str, started: float, route: str) -> PageResult:
     session, options = tab.session, tab.options
     await _prepare(tab, session, top=True)
     reserve = min(MAX_RESERVE, options.timeout / 4)
@@ -273,10 +366,12 @@ async def _load(tab: _Tab, url: str, started: float) -> PageResult:
     tab.stage = "waiting for the network to go quiet"
     until = min(soft_deadline, tab.now() + QUIET_TIMEOUT)
     quiet = await tab.settle(options.network_quiet, until)
-    for name in options.behaviors:
-        tab.stage = f"running the {name} behaviour"
-        await BEHAVIORS[name](tab, soft_deadline)
-    if options.behaviors and options.behaviors != ("none",):
+    if route:
+        quiet = await _follow_route(tab, route, soft_deadline)
+    popups = await tab.take_popups(until=soft_deadline)
+    behaviors = await _behave(tab, soft_deadline)
+    popups += await tab.take_popups(until=soft_deadline)
+    if behaviors:
         tab.stage = "waiting for the network to go quiet"
         until = min(soft_deadline, tab.now() + QUIET_TIMEOUT)
         quiet = await tab.settle(options.network_quiet, until)
@@ -308,7 +403,44 @@ async def _load(tab: _Tab, url: str, started: float) -> PageResult:
         network_quiet=quiet,
         dom_truncated=bool(dom.get("truncated")),
         duration=tab.now() - started,
+        behaviors=behaviors,
+        routes=hash_routes(dom.get("hashed") or ()),
+        popups=tuple(popups),
     )
+
+
+async def _follow_route(tab: _Tab, route: str, until: float) -> bool:
+    """Go to a hash route in the page as a reader's click on a route link does: ``location.hash``
+    set, a same-document navigation (HTML Standard, "navigate to a fragment": no request, the
+    document stays), whose ``hashchange`` event the application's router renders the route on;
+    then the network let go quiet (at least once: the router's requests start a moment later).
+    Whether it went quiet."""
+    tab.stage = "following the route"
+    await tab.evaluate(FOLLOW_ROUTE % json.dumps("#" + route), until=until)
+    tab.interceptor.activity()
+    return await tab.settle(tab.options.network_quiet, min(until, tab.now() + QUIET_TIMEOUT))
+
+
+async def _behave(tab: _Tab, until: float) -> tuple[BehaviorReport, ...]:
+    """The behaviours, each in its share of the time left before ``until``."""
+
+    def stage(text: str) -> None:
+        tab.stage = text
+
+    options = tab.options
+    return await run_behaviors(
+        tab, options.behaviors, options.behavior_options, until=until, on_stage=stage
+    )
+
+
+def hash_routes(hrefs: Any) -> tuple[str, ...]:
+    """The routes among the links that carry a fragment (:func:`archiver.urls.is_route`)."""
+    routes: dict[str, None] = {}
+    for href in hrefs:
+        url = urls.route_url(str(href))
+        if url is not None and "#" in url:
+            routes[url] = None
+    return tuple(routes)
 
 
 def live_links(html: str, location: str) -> Links:
@@ -337,6 +469,7 @@ async def _prepare(tab: _Tab, session: Session, *, top: bool) -> None:
     commands: list[tuple[str, Params]] = [
         ("Page.enable", {}),
         ("Page.addScriptToEvaluateOnNewDocument", {"source": NO_SERVICE_WORKERS}),
+        ("Page.addScriptToEvaluateOnNewDocument", {"source": NO_WINDOWS}),
         ("Network.setBypassServiceWorker", {"bypass": True}),
         ("Target.setAutoAttach", _AUTO_ATTACH),
         ("Fetch.enable", {"patterns": PATTERNS}),
@@ -382,6 +515,8 @@ async def _adopt(tab: _Tab, params: Params) -> None:
     child = tab.connection.session(params["sessionId"])
     kind = params.get("targetInfo", {}).get("type", "")
     if kind == "page":  # a popup: not part of this page
+        if len(tab.popups) < MAX_POPUPS_LISTED:
+            tab.popups.append(str(params.get("targetInfo", {}).get("url", "")))
         with contextlib.suppress(BrowserError):
             await tab.connection.browser.send(
                 "Target.closeTarget",

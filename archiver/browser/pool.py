@@ -15,7 +15,12 @@ import asyncio
 from dataclasses import dataclass
 from pathlib import Path
 
-from archiver.browser.behaviors import BEHAVIORS
+from archiver.browser.behaviors import (
+    BEHAVIORS,
+    DEFAULT_BEHAVIORS,
+    BehaviorOptions,
+    BehaviorScript,
+)
 from archiver.browser.chromium import (
     ChromiumProcess,
     chromium_flags,
@@ -38,7 +43,11 @@ class BrowserConfig:
     """The executable (``--chromium``); None: looked up on PATH."""
     tabs: int = 4
     page_timeout: float = 30.0
-    behaviors: tuple[str, ...] = ("autoscroll",)
+    behaviors: tuple[str, ...] = DEFAULT_BEHAVIORS
+    click_selectors: tuple[str, ...] = ()
+    """CSS selectors of elements ``autoclick`` clicks besides its own (``--click-selector``)."""
+    behavior_scripts: tuple[BehaviorScript, ...] = ()
+    """User behaviours (``--behavior-script``), run on every page after the others."""
     screenshots: bool = False
     window: tuple[int, int] = (1280, 960)
     user_agent: str | None = None
@@ -66,6 +75,7 @@ class BrowserConfig:
         return PageOptions(
             timeout=self.page_timeout,
             behaviors=self.behaviors,
+            behavior_options=BehaviorOptions(self.click_selectors, self.behavior_scripts),
             screenshot=self.screenshots if screenshot is None else screenshot,
             window=self.window,
             network_quiet=self.network_quiet,
@@ -132,10 +142,15 @@ class BrowserPool:
                 await process.close()
 
     async def load(
-        self, url: str, handler: RequestHandler, *, screenshot: bool | None = None
+        self,
+        url: str,
+        handler: RequestHandler,
+        *,
+        screenshot: bool | None = None,
+        route: str = "",
     ) -> PageResult:
-        """Load ``url`` in a new tab, every request answered by ``handler`` (see
-        :func:`archiver.browser.page.load_page`). Raises
+        """Load ``url`` in a new tab, every request answered by ``handler``, and follow the hash
+        ``route`` in it if given (see :func:`archiver.browser.page.load_page`). Raises
         :class:`~archiver.browser.errors.BrowserError` (may be retried),
         :class:`~archiver.browser.errors.NavigationError`, or what the handler raised."""
         async with self._slots:
@@ -143,7 +158,11 @@ class BrowserPool:
             self._busy += 1
             try:
                 result = await load_page(
-                    process.connection, url, handler, self.config.page_options(screenshot)
+                    process.connection,
+                    url,
+                    handler,
+                    self.config.page_options(screenshot),
+                    route=route,
                 )
             except BrowserError:
                 self.stats.failed += 1

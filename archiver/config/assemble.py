@@ -16,6 +16,7 @@ from collections.abc import Iterable
 from pathlib import Path
 
 from archiver import urls
+from archiver.browser.behaviors.control import BehaviorScript
 from archiver.config.settings import Settings, read_lines_file
 from archiver.errors import SettingsError
 from archiver.fetch.cookiestxt import CookieFileError, CookieLine, parse_text
@@ -127,9 +128,17 @@ async def address_policy(s: Settings, seeds: tuple[str, ...]) -> AddressPolicy:
 
 def check_browser(s: Settings) -> None:
     """With ``--browser all|auto``, Chromium must be there: a usage error (one line saying
-    how to install it) before anything is written."""
+    how to install it) before anything is written; so is a behaviour option that would do
+    nothing, or a behaviour file that cannot be read."""
     if s.browser == "off":
+        for option, given in (("--behavior-script", s.behavior_script), ("--click-selector",
+                              s.click_selector)):  # fmt: skip
+            if given:
+                raise SettingsError(option, "works only with --browser all or auto")
         return
+    if s.click_selector and "autoclick" not in s.behaviors:
+        raise SettingsError("--click-selector", "works only with autoclick in --behaviors")
+    behavior_scripts(s)
     # imported here: a static crawl does not load the browser stage at all
     from archiver.browser.chromium import find_chromium  # noqa: PLC0415
     from archiver.browser.errors import BrowserUnavailableError  # noqa: PLC0415
@@ -138,6 +147,31 @@ def check_browser(s: Settings) -> None:
         find_chromium(s.chromium)
     except BrowserUnavailableError as exc:
         raise SettingsError("--chromium" if s.chromium else "--browser", str(exc)) from None
+
+
+#: The largest behaviour file read (a Browsertrix Behaviors bundle is about 200 KB).
+MAX_BEHAVIOR_SCRIPT = 8 * 1024 * 1024
+
+
+def behavior_scripts(s: Settings) -> tuple[BehaviorScript, ...]:
+    """The files of ``--behavior-script``, read: one that cannot be read, is not UTF-8 or is
+    over :data:`MAX_BEHAVIOR_SCRIPT` bytes is a usage error."""
+    scripts = []
+    for path in s.behavior_script:
+        try:
+            data = path.read_bytes()
+        except OSError as exc:
+            raise SettingsError(
+                "--behavior-script", f"cannot read {path}: {exc.strerror or exc}"
+            ) from None
+        if len(data) > MAX_BEHAVIOR_SCRIPT:
+            raise SettingsError("--behavior-script", f"{path} is over {MAX_BEHAVIOR_SCRIPT} bytes")
+        try:
+            source = data.decode("utf-8")
+        except UnicodeDecodeError:
+            raise SettingsError("--behavior-script", f"{path} is not UTF-8 text") from None
+        scripts.append(BehaviorScript(path.name, source))
+    return tuple(scripts)
 
 
 def cookie_file(s: Settings) -> tuple[CookieLine, ...]:

@@ -22,7 +22,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from archiver.browser.behaviors import BEHAVIORS
+from archiver.browser.behaviors import BEHAVIORS, DEFAULT_BEHAVIORS
 from archiver.errors import SettingsError
 from archiver.fetch.proxy import (
     ProxyURLError,
@@ -913,12 +913,33 @@ class Settings:
         metavar="DURATION",
     )
     behaviors: tuple[str, ...] = setting(
-        ("autoscroll",),
+        DEFAULT_BEHAVIORS,
         "browser",
-        "What is done to each page once loaded, comma-separated: autoscroll (scroll to the "
-        "end, step by step, so that lazy content loads), none.",
+        "What is done to each page once loaded, comma-separated (they run in this order): "
+        "consent (accept the consent dialog of a widespread framework), autoscroll (scroll to "
+        "the end, step by step, so that lazy content loads), autoclick (click what reveals "
+        "content: tabs, accordions, details, load more), autoplay (play each video and audio "
+        "until its media is requested), search (open the site's search box and type into it), "
+        "none. The default runs the ones safe on any site.",
         parse_behaviors,
         metavar="NAMES",
+    )
+    click_selector: tuple[str, ...] = setting(
+        (),
+        "browser",
+        "CSS selector of elements autoclick clicks besides its own choice (repeatable).",
+        parse_strings,
+        metavar="SELECTOR",
+        repeat=True,
+    )
+    behavior_script: tuple[Path, ...] = setting(
+        (),
+        "browser",
+        "A behaviour written for the Browsertrix Behaviors API (a class file), or a Browsertrix "
+        "Behaviors bundle, run on every page after the other behaviours (repeatable).",
+        parse_paths,
+        metavar="FILE",
+        repeat=True,
     )
     screenshots: bool = setting(
         False,

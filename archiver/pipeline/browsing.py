@@ -31,6 +31,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 from dataclasses import dataclass, field
+from datetime import datetime
 
 from archiver import urls
 from archiver.browser.detect import needs_browser
@@ -41,6 +42,12 @@ from archiver.errors import BlockedAddressError, FetchError
 from archiver.extract.decoding import ContentDecodingError, decode_content
 from archiver.extract.links import HTML_TYPES, MAX_DECODED
 from archiver.models import CrawlItem, Exchange, Hop, TaskResult, WrittenCapture
+from archiver.pipeline.behaviors import (
+    behavior_children,
+    behavior_fields,
+    bounds_reached,
+    count_behaviors,
+)
 from archiver.pipeline.capture import Admitted, Capturer, Refused, Request
 from archiver.pipeline.counters import BrowserCounters
 from archiver.pipeline.discovery import Discovery
@@ -48,6 +55,7 @@ from archiver.pipeline.outcomes import Outcomes
 from archiver.pipeline.parts import BrowserParts, RunContext
 from archiver.pipeline.recall import Recalled
 from archiver.policy.sitemaps import is_sitemap
+from archiver.timefmt import utcnow
 from archiver.warc.records import RecordFactory
 
 #: The reason logged for a page loaded because every page is (``--browser all``).
@@ -131,11 +139,45 @@ class Browsing:
         await requests.drain()
         self.counters.pages += 1
         self.counters.by_reason[why_kind(why)] += 1
+        count_behaviors(self.counters, result)
         screenshot = await self._screenshot(capturer, result)
         self.discovery.record_page(ex.target_uri, ex.date, result.title)
         await self._discover(item, result, requests)
         self._log(item, why, result, requests, screenshot)
         return None
+
+    async def load_route(self, capturer: Capturer) -> TaskResult:
+        """The lease is a hash route (``DOCUMENT#/ROUTE``): its document loaded in a tab (from
+        the crawl's records when captured already: it is not fetched again), the route followed
+        by in-page navigation, the page read, listed (title and text) and its links queued as
+        any browser page's. The document's requests are the lease's."""
+        item = capturer.lease.item
+        document, route = urls.split_route(item.url)
+        requests = PageRequests(self, capturer)
+        try:
+            result = await self.browser.pool.load(document, requests, route=route)
+        except (BrowserError, BrowserUnavailableError, NavigationError) as exc:
+            await requests.drain()
+            failed = self.outcomes.route_failed(item, exc)
+            if failed.outcome.value == "retry":
+                self.counters.retried += 1
+            else:
+                self.counters.failed += 1
+            return failed
+        except BaseException:
+            await requests.drain()
+            raise
+        await requests.drain()
+        self.counters.pages += 1
+        self.counters.routes += 1
+        self.counters.by_reason["route"] += 1
+        count_behaviors(self.counters, result)
+        screenshot = await self._screenshot(capturer, result)
+        status, date = requests.document or (None, utcnow())
+        self.discovery.record_page(item.url, date, result.title, text=result.text)
+        await self._discover(item, result, requests)
+        self._log(item, "route", result, requests, screenshot)
+        return self.outcomes.routed(item, status)
 
     async def static_links(self, item: CrawlItem, ex: Exchange, *, list_page: bool) -> None:
         """What the static HTML leads to, for a page the browser did not read."""
@@ -156,8 +198,8 @@ class Browsing:
     async def _screenshot(self, capturer: Capturer, result: PageResult) -> WrittenCapture | None:
         if result.screenshot is None:
             return None
-        url = capturer.lease.item.url
-        capture = self.factory.resource(SCREENSHOT_PREFIX + url, "image/png", result.screenshot)
+        uri = screenshot_uri(capturer.lease.item.url)
+        capture = self.factory.resource(uri, "image/png", result.screenshot)
         written = await capturer.write(capture)
         self.counters.screenshots += 1
         return written
@@ -173,6 +215,8 @@ class Browsing:
         final = _normal(result.final_url)
         if final is not None and final != item.url:
             children.append(item.child(final, Hop.LINK))  # a script moved the page
+        children += behavior_children(item, result, requests.answered, urls.route_url)
+        children += [item.child(url, Hop.LINK) for url in result.routes]
         if children:
             await self.discovery.put(children)
 
@@ -198,6 +242,7 @@ class Browsing:
             "network_quiet": result.network_quiet,
             "duration": round(result.duration, 3),
         }
+        event.update(behavior_fields(result))
         if result.undelivered:
             event["undelivered"] = [list(pair) for pair in result.undelivered[:10]]
         if screenshot is not None and screenshot.primary is not None:
@@ -207,6 +252,8 @@ class Browsing:
             event["screenshot_offset"] = record.offset
             event["screenshot_length"] = record.length
         self.context.log.info("browser-page", **event)
+        for bound in bounds_reached(result):
+            self.context.log.warning("behavior-bounds", url=item.url, **bound)
 
 
 @dataclass
@@ -222,6 +269,8 @@ class PageRequests:
     recalled: int = 0
     fetched: int = 0
     refused: int = 0
+    #: (status, capture time) of the page's own document as answered (its last redirect hop)
+    document: tuple[int, datetime] | None = None
     _tasks: set[asyncio.Task[BrowserResponse | Refusal]] = field(default_factory=set)
 
     async def __call__(self, request: BrowserRequest) -> BrowserResponse | Refusal:
@@ -250,6 +299,8 @@ class PageRequests:
         if isinstance(admission, Refused):
             return self._refuse(url, admission.reason.value)
         if isinstance(admission, Recalled):
+            if request.is_main_frame:
+                self.document = (admission.response.status, admission.exchange().date)
             return self._recalled(url, admission)
         with admission:
             return await self._capture(request, url, admission)
@@ -285,6 +336,8 @@ class PageRequests:
             return self._refuse(url, exc.reason.value)
         self.answered.add(url)
         self.fetched += 1
+        if request.is_main_frame:
+            self.document = (captured.exchange.status, captured.exchange.date)
         self.stage.counters.fetched += 1
         answer = captured.answer
         if answer is None:
@@ -301,6 +354,12 @@ class PageRequests:
                     task.cancel()
             with contextlib.suppress(Exception, asyncio.CancelledError):
                 await asyncio.gather(*self._tasks, return_exceptions=True)
+
+
+def screenshot_uri(url: str) -> str:
+    """The screenshot's record URI (``urn:screenshot:URL``); a hash route's ``#`` is escaped, so
+    that no WARC target carries a fragment."""
+    return SCREENSHOT_PREFIX + url.replace("#", "%23")
 
 
 def why_kind(why: str) -> str:

@@ -37,6 +37,17 @@ class BrowserCounters:
     refused: Counter[str] = field(default_factory=Counter)  #: requests refused, by reason
     screenshots: int = 0
     by_reason: Counter[str] = field(default_factory=Counter)  #: why pages went to the browser
+    behaviors: Counter[str] = field(default_factory=Counter)  #: pages each behaviour ran on
+    #: URLs each behaviour found (links a click inserted, targets it stopped, added by scripts)
+    behavior_links: Counter[str] = field(default_factory=Counter)
+    #: pages on which a behaviour stopped at its step limit or its time, not at its end
+    behavior_bounds: Counter[str] = field(default_factory=Counter)
+    routes: int = 0  #: hash routes rendered as pages of their own
+    clicks: int = 0  #: elements the behaviours clicked
+    plays: int = 0  #: media elements played
+    typed: int = 0  #: search boxes typed into
+    navigations_blocked: int = 0  #: navigations away from a page, prevented (queued as links)
+    popups_blocked: int = 0  #: windows pages tried to open, refused (queued as links)
 
 
 @dataclass(slots=True)

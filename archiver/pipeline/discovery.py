@@ -139,11 +139,13 @@ class Discovery:
             )
         return found
 
-    def record_page(self, url: str, date: datetime, title: str | None) -> None:
+    def record_page(
+        self, url: str, date: datetime, title: str | None, *, text: str | None = None
+    ) -> None:
         """List a page in ``pages.jsonl`` (the WACZ's page list): its URL, capture time and
-        title."""
+        title, and its rendered text when given (a hash route's)."""
         if self._pages is not None:
-            self._pages.add(url, date, title)
+            self._pages.add(url, date, title, text=text)
 
     async def put(self, items: list[CrawlItem]) -> None:
         """Scope-check discovered items and queue the accepted ones (the frontier drops the

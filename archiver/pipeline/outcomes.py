@@ -151,6 +151,26 @@ class Outcomes:
         self.fetch_log(item, ex, outcome="recalled")
         return TaskResult(Outcome.DONE, status=ex.status, unsent=True)
 
+    def routed(self, item: CrawlItem, status: int | None) -> TaskResult:
+        """A hash route was rendered from its document (``status``: the document's): nothing of
+        its own was fetched; the document's requests were logged as they were captured."""
+        self.fetch_log(item, None, outcome="route", status=status)
+        return TaskResult(Outcome.DONE, status=status, unsent=True)
+
+    def route_failed(self, item: CrawlItem, exc: Exception) -> TaskResult:
+        """The browser could not render a hash route (crashed, hung, timed out, or its document
+        did not load): tried again later until ``max_tries``, then failed with reason
+        ``browser``."""
+        retry = item.tries + 1 < self._settings.max_tries
+        reason = FailReason.BROWSER.value
+        self._log.warning("browser-error", url=item.url, error=str(exc), retry=retry)
+        self.fetch_log(item, None, outcome="retry" if retry else "failed", reason=reason)
+        if retry:
+            self._stats.retries += 1
+            return TaskResult(Outcome.RETRY, reason=reason, retry_after=self._retry_delay(item))
+        self._stats.failure(reason)
+        return TaskResult(Outcome.FAILED, reason=reason)
+
     def captured(self, item: CrawlItem, ex: Exchange, written: WrittenCapture) -> TaskResult:
         status = ex.status
         retry_after = parse_retry_after(ex.header("Retry-After"))

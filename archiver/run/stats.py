@@ -210,6 +210,16 @@ class BrowserSummary:
     refused: Table = field(default_factory=dict)  #: requests refused, by reason
     screenshots: int = 0
     why: Table = field(default_factory=dict)  #: why pages went to the browser
+    behaviors: Table = field(default_factory=dict)  #: pages each behaviour ran on
+    behavior_links: Table = field(default_factory=dict)  #: URLs each behaviour found
+    #: pages on which a behaviour stopped at its step limit or its time
+    behavior_bounds: Table = field(default_factory=dict)
+    routes: int = 0  #: hash routes rendered as pages of their own
+    clicks: int = 0  #: elements the behaviours clicked
+    plays: int = 0  #: media elements played
+    typed: int = 0  #: search boxes typed into
+    navigations_blocked: int = 0  #: navigations away from a page, prevented
+    popups_blocked: int = 0  #: windows pages tried to open, refused
 
     def as_snapshot(self) -> BrowserSnapshot:
         refused = sum(self.refused.values())
@@ -227,6 +237,15 @@ class BrowserSummary:
             refused=dict(counters.refused.most_common()),
             screenshots=counters.screenshots,
             why=dict(counters.by_reason.most_common(20)),
+            behaviors=dict(counters.behaviors.most_common()),
+            behavior_links=dict(counters.behavior_links.most_common()),
+            behavior_bounds=dict(counters.behavior_bounds.most_common()),
+            routes=counters.routes,
+            clicks=counters.clicks,
+            plays=counters.plays,
+            typed=counters.typed,
+            navigations_blocked=counters.navigations_blocked,
+            popups_blocked=counters.popups_blocked,
         )
 
 

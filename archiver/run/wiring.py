@@ -29,6 +29,7 @@ from typing import IO, TYPE_CHECKING, Any
 
 from archiver.config.assemble import (
     address_policy,
+    behavior_scripts,
     default_output,
     fetch_config,
     frontier_config,
@@ -298,6 +299,8 @@ async def open_browser(run: Run, stages: Stages) -> BrowserParts | None:
             tabs=s.browser_tabs,
             page_timeout=s.page_timeout,
             behaviors=s.behaviors,
+            click_selectors=s.click_selector,
+            behavior_scripts=behavior_scripts(s),
             screenshots=s.screenshots,
             user_agent=s.user_agent,
         )

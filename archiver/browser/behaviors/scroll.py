@@ -1,21 +1,17 @@
-"""Behaviours: what is done to a loaded page so that it loads what a reader would make it load.
+"""``autoscroll``: the page scrolled to its end, so that what loads when seen is loaded.
 
-``autoscroll`` scrolls to the end of the page one step (nine tenths of a viewport) at a time,
+It scrolls to the end of the page one step (nine tenths of a viewport) at a time,
 letting two animation frames pass and the network settle after each step, so that images and
 content loaded when scrolled into view (IntersectionObserver, ``loading=lazy``) are requested;
 jumping straight to the bottom would skip everything in between. It stops at the end of the
 page once the page stops growing, after :data:`MAX_SCROLL_STEPS` steps (an infinite feed), or at
 the deadline, then scrolls back to the top. A page that scrolls an inner element rather than the
 document (a common app layout) has its largest scrollable element scrolled instead.
-
-``none`` does nothing. The scripts run in an isolated world: the page's own scripts cannot
-change the functions they call.
 """
 
 from __future__ import annotations
 
-from collections.abc import Awaitable, Callable
-from typing import Any, Protocol
+from archiver.browser.behaviors.control import BehaviorOptions, BehaviorReport, PageControl
 
 #: Upper bound of scroll steps (about 60 viewports): infinite feeds end here.
 MAX_SCROLL_STEPS = 64
@@ -66,40 +62,26 @@ SCROLL_TOP = """(() => {
 })()"""
 
 
-class PageControl(Protocol):
-    """What a behaviour may do to the page it runs on."""
-
-    async def evaluate(self, expression: str, *, until: float) -> Any:
-        """Run ``expression`` in the page's isolated world; a promise is awaited."""
-
-    async def settle(self, quiet: float, until: float) -> bool:
-        """Wait for the page's network to be quiet for ``quiet`` seconds, or until ``until``."""
-
-    def now(self) -> float:
-        """The loop time deadlines are expressed in."""
-
-
-Behavior = Callable[[PageControl, float], Awaitable[None]]
-
-
-async def autoscroll(page: PageControl, until: float) -> None:
+async def autoscroll(
+    page: PageControl, until: float, report: BehaviorReport, options: BehaviorOptions
+) -> None:
     """Scroll to the end of the page step by step (see the module docstring)."""
     last_height = -1
+    report.stopped = "steps"
     for _step in range(MAX_SCROLL_STEPS):
         if page.now() >= until:
+            report.stopped = "time"
             break
         before, after, view, height = await page.evaluate(SCROLL_STEP, until=until)
+        report.steps += 1
         await page.settle(STEP_QUIET, min(until, page.now() + STEP_WAIT))
         at_end = after <= before or after + view >= height - 1
         if at_end and height <= last_height:
+            report.stopped = "done"
             break
         last_height = height if at_end else -1
     if page.now() < until:
         await page.evaluate(SCROLL_TOP, until=until)
 
 
-async def no_behavior(page: PageControl, until: float) -> None:
-    """Leave the page as it loaded."""
-
-
-BEHAVIORS: dict[str, Behavior] = {"autoscroll": autoscroll, "none": no_behavior}
+__all__ = ["MAX_SCROLL_STEPS", "autoscroll"]
