@@ -11,7 +11,8 @@ What goes in, and why each choice:
   million-capture crawl does not have to be read in full before the first page shows. The
   ``.cdx.gz`` is stored (it is compressed already), the ``.idx`` deflated (spec: may be).
 * ``pages/pages.jsonl`` -- the header line ``{"format": "json-pages-1.0", ...}`` and one entry per
-  HTML page the crawl recorded (``url``, RFC 3339 ``ts``, ``title``, a stable ``id``), keeping
+  HTML page the crawl recorded (``url``, RFC 3339 ``ts``, ``title``, a stable ``id``, the
+  ``text`` of a hash route), keeping
   only pages whose capture is in the index (a page recorded before a crash and cut by repair
   is left out) and the first entry per URL and timestamp.
 * ``datapackage.json`` -- Frictionless Data Package, ``profile: data-package``, ``wacz_version:
@@ -246,7 +247,8 @@ def _write_zipnum(cdxj: Path, out: _HashingWriter) -> list[str]:
 
 def _pages(source: Path, index: Path) -> Iterator[dict[str, Any]]:
     """Entries of the page list whose capture is in the index (memory: one key per page, not
-    per capture)."""
+    per capture). A hash route's entry (``DOCUMENT#/ROUTE``) is kept when its document's
+    capture is: the route is rendered from it."""
     entries: list[dict[str, Any]] = []
     wanted: set[tuple[str, str]] = set()
     try:
@@ -260,7 +262,7 @@ def _pages(source: Path, index: Path) -> Iterator[dict[str, Any]]:
                     continue
                 url, ts = entry.get("url"), entry.get("ts")
                 if isinstance(url, str) and isinstance(ts, str):
-                    wanted.add((url, timestamp14(ts)))
+                    wanted.add((url.partition("#")[0], timestamp14(ts)))
                     entries.append(entry)
     except FileNotFoundError:
         return
@@ -280,17 +282,24 @@ def _pages(source: Path, index: Path) -> Iterator[dict[str, Any]]:
     seen: set[tuple[str, str]] = set()
     for entry in entries:
         key = (entry["url"], timestamp14(entry["ts"]))
-        if key not in found or key in seen:
+        if (entry["url"].partition("#")[0], key[1]) not in found or key in seen:
             continue
         seen.add(key)
-        page: dict[str, Any] = {
-            "id": uuid.uuid5(uuid.NAMESPACE_URL, f"{entry['ts']} {entry['url']}").hex,
-            "url": entry["url"],
-            "ts": entry["ts"],
-        }
-        if isinstance(entry.get("title"), str) and entry["title"]:
-            page["title"] = entry["title"]
-        yield page
+        yield _page(entry)
+
+
+def _page(entry: dict[str, Any]) -> dict[str, Any]:
+    """A page list entry as the WACZ lists it: a stable id, the URL, the time, the title and
+    text when there are."""
+    page: dict[str, Any] = {
+        "id": uuid.uuid5(uuid.NAMESPACE_URL, f"{entry['ts']} {entry['url']}").hex,
+        "url": entry["url"],
+        "ts": entry["ts"],
+    }
+    for optional in ("title", "text"):
+        if isinstance(entry.get(optional), str) and entry[optional]:
+            page[optional] = entry[optional]
+    return page
 
 
 def _datapackage(

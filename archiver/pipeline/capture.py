@@ -39,7 +39,7 @@ from __future__ import annotations
 import asyncio
 import re
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from types import TracebackType
 from typing import Any
 
@@ -228,6 +228,8 @@ class Capturer:
         self._captures: list[WrittenCapture] = []
         #: the frontier's booking of the lease's first request is still unused
         self._booked = True
+        #: the leased URL, and the document of a leased hash route: admitted with the lease
+        self._own_urls = {lease.item.url, urls.split_route(lease.item.url)[0]}
         #: tasks writing a capture right now (robots.txt's, or a request's records): a task
         #: cancelled there would lose a capture the lease must commit, so whoever cancels the
         #: lease's requests lets these finish (``PageRequests.drain`` of the browser stage)
@@ -260,11 +262,31 @@ class Capturer:
             return found
         return Admitted(request, found, own=True, counts_as_page=counts_as_page)
 
+    async def admit_route(self) -> Refused | None:
+        """The leased URL is a hash route (``DOCUMENT#/ROUTE``, :func:`archiver.urls.is_route`):
+        a page of its own, rendered from its document by in-page navigation. The exclusions
+        again and the budgets as for any page, robots.txt on the document (the URL a request is
+        made for); nothing is claimed: the route itself is never fetched, its document is, as
+        one of the lease's requests (recalled when the crawl holds it)."""
+        shared, item = self._shared, self.lease.item
+        unwanted = self._parts.exclusions.check(item.url)
+        if unwanted is not None:
+            return Refused(unwanted)
+        budget = shared.budgets.reserve(True)
+        if budget is not None:
+            shared.budgets.limit = budget
+            return Refused(SkipReason.BUDGET)
+        document = replace(item, url=urls.split_route(item.url)[0])
+        if not await self._robots_allow(document):
+            shared.budgets.give_back(True)
+            return Refused(SkipReason.ROBOTS)
+        return None
+
     async def admit(self, request: Request) -> Admission:
         """A request made on the lease's behalf: ignores and scope (the leased URL passed them
-        already), robots.txt, the claim."""
+        already, and a leased route's document with it), robots.txt, the claim."""
         item = request.item
-        if item.url != self.lease.item.url:
+        if item.url not in self._own_urls:
             if self._parts.exclusions.ignored(item.url):
                 return Refused(SkipReason.IGNORED)
             reason = self._parts.scope.check(item)

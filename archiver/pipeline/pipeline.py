@@ -30,6 +30,7 @@ from __future__ import annotations
 import collections
 from typing import TYPE_CHECKING
 
+from archiver import urls
 from archiver.dedup.revalidation import original_exchange
 from archiver.errors import FetchError
 from archiver.frontier.base import Lease
@@ -91,6 +92,8 @@ class Pipeline:
     async def process(self, capturer: Capturer) -> TaskResult:
         """Admission, fetch, records, discovery, the browser; the lease's outcome."""
         item = capturer.lease.item
+        if self.browsing is not None and urls.split_route(item.url)[1]:
+            return await self._route(capturer)
         admission = await capturer.admit_lease()
         if isinstance(admission, Refused):
             return self.outcomes.skipped(item, admission.reason, unsent=True)
@@ -141,6 +144,15 @@ class Pipeline:
             if failed is not None:
                 return failed
         return self.outcomes.recalled(item, exchange)
+
+    async def _route(self, capturer: Capturer) -> TaskResult:
+        """A hash route (queued only by a browser crawl): admitted as a page, rendered from its
+        document in the browser (:meth:`~archiver.pipeline.browsing.Browsing.load_route`)."""
+        assert self.browsing is not None
+        refused = await capturer.admit_route()
+        if refused is not None:
+            return self.outcomes.skipped(capturer.lease.item, refused.reason, unsent=True)
+        return await self.browsing.load_route(capturer)
 
     @staticmethod
     async def _content(admitted: Admitted, exchange: Exchange) -> Exchange:

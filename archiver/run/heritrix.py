@@ -136,8 +136,10 @@ def fetch_status(event: Mapping[str, Any]) -> int | None:
     kind = event.get("event")
     if kind == "skip":
         return SKIP_STATUS.get(str(event.get("reason")))
-    if kind != "fetch" or event.get("outcome") in ("retry", "recalled"):
-        return None  # a recalled URL's line was written when a browser's request fetched it
+    if kind != "fetch" or event.get("outcome") in ("retry", "recalled", "route"):
+        # a recalled URL's line was written when a browser's request fetched it; a hash route
+        # fetches nothing (its document's line is the fetch)
+        return None
     status = event.get("status")
     if isinstance(status, int) and not isinstance(status, bool):
         return status
