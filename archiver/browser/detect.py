@@ -13,10 +13,13 @@ The rules, first match wins, each giving the reason that is logged:
    rendered, but the framework takes the page over in the browser and loads code split into
    chunks and data (``/_next/data/...json``) that no static link names, for navigation, lazy
    components and "load more" lists; without them the archived page breaks once hydrated.
-3. **A ``<noscript>`` that asks for JavaScript, on a page with little text** (under
+3. **Links to hash routes** (``href="#/guide"``, ``#!/post/3``: :func:`archiver.urls.is_route`)
+   beside application scripts: the page is a hash-routed application (docsify, Vue Router's or
+   React Router's hash mode); its routes are pages only a browser renders.
+4. **A ``<noscript>`` that asks for JavaScript, on a page with little text** (under
    :data:`NOSCRIPT_TEXT` characters): the site says itself that the page is incomplete without
    scripts. On a page full of text the same banner is boilerplate and does not count.
-4. **Almost no text, and application scripts**: under :data:`LITTLE_TEXT` visible characters and
+5. **Almost no text, and application scripts**: under :data:`LITTLE_TEXT` visible characters and
    :data:`FEW_LINKS` links, with at least one script that is not analytics. Script redirects
    (``location.replace``) and loaders that fetch the content land here.
 
@@ -81,6 +84,8 @@ def shape_needs_browser(shape: PageShape) -> str | None:
         return f"empty application root {shape.empty_roots[0]}"
     if shape.markers:
         return f"hydrated by {shape.markers[0]}"
+    if shape.route_links and app_scripts:
+        return f"{shape.route_links} link(s) to hash routes"
     if shape.noscript_asks_for_javascript and shape.text_chars < NOSCRIPT_TEXT:
         return "a <noscript> asks for JavaScript"
     if shape.text_chars < LITTLE_TEXT and shape.links < FEW_LINKS:

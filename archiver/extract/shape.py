@@ -26,6 +26,7 @@ from dataclasses import dataclass
 
 from selectolax.lexbor import LexborHTMLParser, LexborNode
 
+from archiver import urls
 from archiver.extract.links import _html_input
 
 #: The elements single-page applications mount into, by the selector that finds them:
@@ -98,6 +99,9 @@ class PageShape:
     """The first characters of each non-empty inline script that runs."""
     links: int
     """Navigational links (``a[href]``, ``area[href]``)."""
+    route_links: int
+    """Links to hash routes of the document itself (``href="#/guide"``, ``#!/post/3``:
+    :func:`archiver.urls.is_route`): the pages of an application that routes by fragment."""
     empty_roots: tuple[str, ...]
     """The selectors of application mount points that are empty."""
     markers: tuple[str, ...]
@@ -130,7 +134,9 @@ def page_shape(html: bytes) -> PageShape:
             inline_markers += [name for marker, name in INLINE_MARKERS if marker in code]
     markers = [name for selector, name in MARKERS if tree.css_first(selector) is not None]
     noscript = any(_ASKS_FOR_JAVASCRIPT.search(node.text()) for node in tree.css("noscript"))
-    links = len(tree.css("a[href], area[href]"))
+    anchors = tree.css("a[href], area[href]")
+    links = len(anchors)
+    route_links = sum(1 for node in anchors if _is_route_link(node.attributes.get("href")))
     tree.strip_tags(_NOT_TEXT)
     body = tree.body
     text = body.text(separator=" ") if body is not None else ""
@@ -139,10 +145,17 @@ def page_shape(html: bytes) -> PageShape:
         script_sources=tuple(sources),
         inline_scripts=tuple(inline),
         links=links,
+        route_links=route_links,
         empty_roots=tuple(selector for selector in APP_ROOTS if _empty_root(tree, selector)),
         markers=tuple(dict.fromkeys(markers + inline_markers)),
         noscript_asks_for_javascript=noscript,
     )
+
+
+def _is_route_link(href: str | None) -> bool:
+    """A link to a hash route of the same document (``#/...``, ``#!...``)."""
+    reference = (href or "").strip()
+    return reference.startswith("#") and urls.is_route(reference[1:])
 
 
 def _visible_chars(text: str) -> int:

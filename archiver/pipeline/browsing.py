@@ -371,6 +371,8 @@ def why_kind(why: str) -> str:
         return "empty application root"
     if why.endswith("script(s)"):
         return "little text beside scripts"
+    if why.endswith("link(s) to hash routes"):
+        return "links to hash routes"
     return why
 
 

@@ -35,6 +35,8 @@ PAGES = Path(__file__).parent / "pages"
         ("noscript-shell.html", "a <noscript> asks for JavaScript"),
         ("loading-shell.html", "8 characters of text beside 2 script(s)"),
         ("js-redirect.html", "0 characters of text beside 1 script(s)"),
+        # a hash-routed guide: server-rendered text, its chapters only a browser renders
+        ("hash-router-guide.html", "4 link(s) to hash routes"),
     ],
 )
 def test_script_built_pages_need_the_browser(name: str, reason: str) -> None:
@@ -50,6 +52,7 @@ def test_script_built_pages_need_the_browser(name: str, reason: str) -> None:
         "tiny-static.html",  # little text, no script
         "tiny-with-analytics.html",  # little text, only analytics
         "gallery-no-scripts.html",
+        "anchors-article.html",  # in-page anchors (#history) are places, not routes
     ],
 )
 def test_server_rendered_pages_stay_static(name: str) -> None:
