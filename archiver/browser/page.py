@@ -19,7 +19,8 @@ The steps, all inside the page timeout:
    body's rendered text; the links
    come from :func:`archiver.extract.links.extract_html` over that serialisation, so exactly
    the element kinds of the static extractor are read, after the scripts ran;
-6. optionally a PNG screenshot of the top of the page; then the tab is closed.
+6. optionally screenshots (:mod:`archiver.browser.screenshots`: the viewport, the whole page, a
+   thumbnail); then the tab is closed.
 
 Waiting stops a few seconds before the page timeout so that the DOM can still be read: a page
 whose network never goes quiet (polling, a long download) is read as it is. The tab crashing,
@@ -31,9 +32,9 @@ for the timeout); the handler raising stops the page and its exception is raised
 from __future__ import annotations
 
 import asyncio
-import base64
 import contextlib
 import json
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -53,6 +54,7 @@ from archiver.browser.errors import (
 )
 from archiver.browser.exchange import MAX_FULFILL_BODY, RequestHandler
 from archiver.browser.intercept import PATTERNS, Interceptor
+from archiver.browser.screenshots import take_screenshots
 from archiver.extract.links import MAX_DECODED, Links, extract_html
 
 #: Every frame: service workers would answer requests from their own cache, past archiver.
@@ -144,7 +146,8 @@ class PageOptions:
     timeout: float = 30.0
     behaviors: tuple[str, ...] = DEFAULT_BEHAVIORS
     behavior_options: BehaviorOptions = field(default_factory=BehaviorOptions)
-    screenshot: bool = False
+    screenshots: tuple[str, ...] = ()
+    """Which screenshots to take (:data:`archiver.browser.screenshots.KINDS`)."""
     window: tuple[int, int] = (1280, 960)
     #: the network is quiet when no request has been in flight for this long
     network_quiet: float = 0.5
@@ -166,7 +169,8 @@ class PageResult:
     characters: what a reader sees once the scripts ran."""
     links: Links
     """The live DOM's links, split as the static extractor splits them."""
-    screenshot: bytes | None
+    screenshots: Mapping[str, bytes]
+    """The screenshots taken, by kind (``view``, ``full``, ``thumbnail``)."""
     requests: int
     """Requests the page made (each went to the handler once)."""
     refused: int
@@ -181,6 +185,12 @@ class PageResult:
     duration: float
     behaviors: tuple[BehaviorReport, ...] = ()
     """What each behaviour did, in the order they ran."""
+
+    @property
+    def screenshot(self) -> bytes | None:
+        """The page's picture: the whole page if it was taken, else the viewport."""
+        return self.screenshots.get("full") or self.screenshots.get("view")
+
     routes: tuple[str, ...] = ()
     """The hash routes the live document links to (``DOCUMENT#/ROUTE``, normalised by
     :func:`archiver.urls.route_url`): pages of their own, which the links leave out."""
@@ -379,13 +389,12 @@ async def _load(tab: _Tab, url: str, started: float, route: str) -> PageResult:
     dom = await tab.evaluate(READ_DOM % (options.max_dom, MAX_TEXT), until=tab.deadline)
     if not isinstance(dom, dict):
         raise BrowserError(f"{url}: the page's document could not be read")
-    screenshot = None
-    if options.screenshot:
-        tab.stage = "taking the screenshot"
-        shot = await session.send(
-            "Page.captureScreenshot", {"format": "png"}, timeout=tab.remaining()
+    screenshots: dict[str, bytes] = {}
+    if options.screenshots:
+        tab.stage = "taking the screenshots"
+        screenshots = await take_screenshots(
+            session, options.screenshots, options.window, tab.remaining()
         )
-        screenshot = base64.b64decode(shot["data"])
     final_url = str(dom.get("url") or url)
     html = str(dom.get("html") or "")
     interceptor = tab.interceptor
@@ -395,7 +404,7 @@ async def _load(tab: _Tab, url: str, started: float, route: str) -> PageResult:
         title=str(dom.get("title") or "").strip() or None,
         text=str(dom.get("text") or ""),
         links=live_links(html, final_url),
-        screenshot=screenshot,
+        screenshots=screenshots,
         requests=interceptor.requests,
         refused=interceptor.refused,
         undelivered=tuple(interceptor.undelivered),

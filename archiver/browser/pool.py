@@ -30,6 +30,7 @@ from archiver.browser.chromium import (
 from archiver.browser.errors import BrowserError, BrowserUnavailableError
 from archiver.browser.exchange import MAX_FULFILL_BODY, RequestHandler
 from archiver.browser.page import PageOptions, PageResult, load_page
+from archiver.browser.screenshots import KINDS
 from archiver.errors import SettingsError
 
 
@@ -48,7 +49,8 @@ class BrowserConfig:
     """CSS selectors of elements ``autoclick`` clicks besides its own (``--click-selector``)."""
     behavior_scripts: tuple[BehaviorScript, ...] = ()
     """User behaviours (``--behavior-script``), run on every page after the others."""
-    screenshots: bool = False
+    screenshots: tuple[str, ...] = ()
+    """Which screenshots of each page to take (:data:`archiver.browser.screenshots.KINDS`)."""
     window: tuple[int, int] = (1280, 960)
     user_agent: str | None = None
     """The browser's User-Agent (navigator.userAgent): the fetcher's, so that both agree."""
@@ -63,6 +65,11 @@ class BrowserConfig:
             raise SettingsError("--browser-tabs", "must be at least 1")
         if self.page_timeout <= 0:
             raise SettingsError("--page-timeout", "must be more than 0 seconds")
+        odd = [kind for kind in self.screenshots if kind not in KINDS]
+        if odd:
+            raise SettingsError(
+                "--screenshots", f"unknown {', '.join(odd)} (known: {', '.join(KINDS)})"
+            )
         unknown = [name for name in self.behaviors if name not in BEHAVIORS]
         if unknown:
             raise SettingsError(
@@ -71,12 +78,12 @@ class BrowserConfig:
         if self.restart_after < 1:
             raise SettingsError("restart_after", "must be at least 1")
 
-    def page_options(self, screenshot: bool | None = None) -> PageOptions:
+    def page_options(self, screenshots: tuple[str, ...] | None = None) -> PageOptions:
         return PageOptions(
             timeout=self.page_timeout,
             behaviors=self.behaviors,
             behavior_options=BehaviorOptions(self.click_selectors, self.behavior_scripts),
-            screenshot=self.screenshots if screenshot is None else screenshot,
+            screenshots=self.screenshots if screenshots is None else screenshots,
             window=self.window,
             network_quiet=self.network_quiet,
             max_body=self.max_body,
@@ -146,7 +153,7 @@ class BrowserPool:
         url: str,
         handler: RequestHandler,
         *,
-        screenshot: bool | None = None,
+        screenshots: tuple[str, ...] | None = None,
         route: str = "",
     ) -> PageResult:
         """Load ``url`` in a new tab, every request answered by ``handler``, and follow the hash
@@ -161,7 +168,7 @@ class BrowserPool:
                     process.connection,
                     url,
                     handler,
-                    self.config.page_options(screenshot),
+                    self.config.page_options(screenshots),
                     route=route,
                 )
             except BrowserError:

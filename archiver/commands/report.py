@@ -38,8 +38,10 @@ EXAMPLES_PER_REASON = 10
 HTTP_ERROR_EXAMPLES = 25
 WARNING_EXAMPLES = 20
 MAX_SCREENSHOTS_LISTED = 500
-#: Screenshots shown as pictures (each is read back from its WARC record and inlined).
+#: Pages whose screenshot is shown as a picture (read back from its WARC record and inlined).
 SCREENSHOTS_SHOWN = 6
+PNG_SIGNATURE = b"\x89PNG\r\n\x1a\n"
+JPEG_SIGNATURE = b"\xff\xd8\xff"
 MAX_BARS = 12
 MAX_COLUMNS = 120
 LABEL_CHARS = 28
@@ -75,6 +77,7 @@ class Screenshot:
     warc: str
     offset: int
     length: int
+    kind: str = "view"  #: view, full or thumbnail (archiver.browser.screenshots)
 
 
 @dataclass(slots=True)
@@ -126,8 +129,8 @@ def scan_log(lines: Iterable[str]) -> LogFindings:
                     found.http_errors.append(Example(url, via, str(status)))
         elif kind == "skip":
             _keep(found.skips, str(event.get("reason") or "unknown"), Example(url, via))
-        elif kind == "browser-page" and event.get("screenshot"):
-            _screenshot(found, url, event)
+        elif kind == "browser-page" and (event.get("screenshots") or event.get("screenshot")):
+            _screenshots(found, url, event)
         if event.get("level") in ("warning", "error", "critical"):
             found.warnings[kind] += 1
             if len(found.warning_examples) < WARNING_EXAMPLES:
@@ -136,16 +139,38 @@ def scan_log(lines: Iterable[str]) -> LogFindings:
     return found
 
 
-def _screenshot(found: LogFindings, url: str, event: Mapping[str, Any]) -> None:
-    offset, length = event.get("screenshot_offset"), event.get("screenshot_length")
-    if len(found.screenshots) >= MAX_SCREENSHOTS_LISTED:
-        return
-    if isinstance(offset, int) and isinstance(length, int):
-        found.screenshots.append(
-            Screenshot(
-                url, str(event["screenshot"]), str(event.get("screenshot_warc")), offset, length
+def _screenshots(found: LogFindings, url: str, event: Mapping[str, Any]) -> None:
+    """The page's screenshots: ``screenshots``, a list of ``{kind, uri, warc, offset,
+    length}``, or the one view of an earlier version's event (``screenshot``,
+    ``screenshot_warc``...)."""
+    shots = event.get("screenshots")
+    if not isinstance(shots, list):
+        shots = [
+            {
+                "kind": "view",
+                "uri": event.get("screenshot"),
+                "warc": event.get("screenshot_warc"),
+                "offset": event.get("screenshot_offset"),
+                "length": event.get("screenshot_length"),
+            }
+        ]
+    for shot in shots:
+        if len(found.screenshots) >= MAX_SCREENSHOTS_LISTED:
+            return
+        if not isinstance(shot, Mapping):
+            continue
+        offset, length = shot.get("offset"), shot.get("length")
+        if isinstance(offset, int) and isinstance(length, int):
+            found.screenshots.append(
+                Screenshot(
+                    url,
+                    str(shot.get("uri")),
+                    str(shot.get("warc")),
+                    offset,
+                    length,
+                    str(shot.get("kind") or "view"),
+                )
             )
-        )
 
 
 def _text(value: Any) -> str | None:
@@ -540,34 +565,70 @@ def _browser(crawl_dir: Path, browser: BrowserSummary, log: LogFindings | None) 
         ("screenshots", browser.screenshots),
         ("why pages went to the browser", ", ".join(f"{k} {v}" for k, v in why.items()) or "-"),
     ]
-    text = _table(("", ""), ((e(k), e(v)) for k, v in rows))
+    text = _table(("", ""), ((e(k), e(v)) for k, v in rows + _behavior_rows(browser)))
     shots = log.screenshots if log is not None else []
     if not shots:
         return text
     pictures = []
-    for shot in shots[:SCREENSHOTS_SHOWN]:
-        png = _read_screenshot(crawl_dir / "warcs" / shot.warc, shot)
-        if png is not None:
-            data = base64.b64encode(png).decode("ascii")
+    for shot in _shown(shots):
+        picture = _read_screenshot(crawl_dir / "warcs" / shot.warc, shot)
+        if picture is not None:
+            media = "image/jpeg" if picture.startswith(JPEG_SIGNATURE) else "image/png"
+            data = base64.b64encode(picture).decode("ascii")
             pictures.append(
-                f'<figure><img alt="" src="data:image/png;base64,{data}">'
+                f'<figure><img alt="" src="data:{media};base64,{data}">'
                 f"<figcaption>{_url(shot.url)}</figcaption></figure>"
             )
     listing = _table(
-        ("page", "record", "WARC file", "offset"),
-        ((_url(x.url), _url(x.uri), _url(x.warc), e(x.offset)) for x in shots),
+        ("page", "kind", "record", "WARC file", "offset"),
+        ((_url(x.url), e(x.kind), _url(x.uri), _url(x.warc), e(x.offset)) for x in shots),
     )
     return text + f'<div class="shots">{"".join(pictures)}</div>' + listing
 
 
+def _behavior_rows(browser: BrowserSummary) -> list[tuple[str, object]]:
+    """What the behaviours did, when any ran: the browser table's last rows."""
+    if not browser.behaviors:
+        return []
+
+    def table(counts: Mapping[str, int]) -> str:
+        return ", ".join(f"{k} {v}" for k, v in counts.items() if v) or "0"
+
+    return [
+        ("pages each behaviour ran on", table(browser.behaviors)),
+        ("clicks, media played, search boxes typed into",
+         f"{browser.clicks}, {browser.plays}, {browser.typed}"),
+        ("URLs the behaviours found", table(browser.behavior_links)),
+        ("behaviours stopped at a bound (steps or time)", table(browser.behavior_bounds)),
+        ("navigations away and windows refused",
+         f"{browser.navigations_blocked}, {browser.popups_blocked}"),
+        ("hash routes rendered as pages", browser.routes),
+    ]  # fmt: skip
+
+
+def _shown(shots: list[Screenshot]) -> list[Screenshot]:
+    """One picture for each of the first :data:`SCREENSHOTS_SHOWN` pages: its thumbnail, else
+    its viewport, else the whole page."""
+    best: dict[str, Screenshot] = {}
+    order = {"thumbnail": 0, "view": 1, "full": 2}
+    for shot in shots:
+        kept = best.get(shot.url)
+        if kept is None and len(best) >= SCREENSHOTS_SHOWN:
+            continue
+        if kept is None or order.get(shot.kind, 3) < order.get(kept.kind, 3):
+            best[shot.url] = shot
+    return list(best.values())
+
+
 def _read_screenshot(path: Path, shot: Screenshot) -> bytes | None:
-    """A screenshot's PNG from its resource record; None when it cannot be read as one."""
+    """A screenshot (PNG or JPEG) from its resource record; None when it cannot be read as
+    one."""
     for candidate in (path, path.with_name(path.name + ".open")):
         try:
             prefix = read_prefix_at(candidate, shot.offset, shot.length, 16 << 20)
         except (OSError, ArchiverError):
             continue
-        if prefix.whole and prefix.block.startswith(b"\x89PNG\r\n\x1a\n"):
+        if prefix.whole and prefix.block.startswith((PNG_SIGNATURE, JPEG_SIGNATURE)):
             return prefix.block
     return None
 

@@ -23,6 +23,7 @@ from pathlib import Path
 from typing import Any
 
 from archiver.browser.behaviors import BEHAVIORS, DEFAULT_BEHAVIORS
+from archiver.browser.screenshots import KINDS as SCREENSHOT_KINDS
 from archiver.errors import SettingsError
 from archiver.fetch.proxy import (
     ProxyURLError,
@@ -274,6 +275,29 @@ def parse_behaviors(value: Any, option: str = "") -> tuple[str, ...]:
     if "none" in names and len(names) > 1:
         raise SettingsError(option, "'none' cannot be combined with other behaviours")
     return tuple(dict.fromkeys(names))
+
+
+def parse_screenshots(value: Any, option: str = "") -> tuple[str, ...]:
+    """Screenshot kinds, comma-separated or a list (``view``, ``full``, ``thumbnail``);
+    ``none`` or false takes none, true the viewport (what ``screenshots = true`` meant)."""
+    if isinstance(value, bool):
+        return ("view",) if value else ()
+    names = [
+        name.strip().lower()
+        for item in _as_list(value, option)
+        for name in item.split(",")
+        if name.strip()
+    ]
+    if names in ([], ["none"], ["off"], ["false"]):
+        return ()
+    if names in (["on"], ["true"]):
+        return ("view",)
+    unknown = [name for name in names if name not in SCREENSHOT_KINDS]
+    if unknown:
+        raise SettingsError(
+            option, f"expected kinds among {', '.join(SCREENSHOT_KINDS)} (got {value!r})"
+        )
+    return tuple(kind for kind in SCREENSHOT_KINDS if kind in names)
 
 
 def parse_page_timeout(value: Any, option: str = "") -> float:
@@ -941,12 +965,15 @@ class Settings:
         metavar="FILE",
         repeat=True,
     )
-    screenshots: bool = setting(
-        False,
+    screenshots: tuple[str, ...] = setting(
+        (),
         "browser",
-        "Store a PNG screenshot of each page loaded in the browser as a WARC resource record "
-        "(urn:screenshot:URL).",
-        parse_bool,
+        "Screenshots of each page loaded in the browser, comma-separated, each stored as a WARC "
+        "resource record and shown in the report: view (the viewport, PNG, "
+        "urn:screenshot:URL), full (the whole page, PNG, urn:screenshot-full:URL), thumbnail "
+        "(the viewport 320 pixels wide, JPEG, urn:thumbnail:URL), or none.",
+        parse_screenshots,
+        metavar="KINDS",
     )
 
     # [warc]

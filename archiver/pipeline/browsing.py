@@ -20,10 +20,10 @@ loads; :class:`PageRequests` hands each request to the capturer of the page's le
 
 Once the page settled and its behaviours ran, the live DOM's links go to discovery (requisites
 the browser already loaded are not queued again), the page is listed in ``pages.jsonl`` with
-its DOM title, and ``--screenshots`` stores a ``resource`` record. A browser that crashes or
-hangs costs the page one try: the lease is tried again later (the document is then recalled,
-not fetched again) and, after ``--max-tries``, fails with reason ``browser``; its static capture
-stays, and so do its static links.
+its DOM title, and each of ``--screenshots`` is stored as a ``resource`` record. A browser that
+crashes or hangs costs the page one try: the lease is tried again later (the document is then
+recalled, not fetched again) and, after ``--max-tries``, fails with reason ``browser``; its
+static capture stays, and so do its static links.
 """
 
 from __future__ import annotations
@@ -38,6 +38,7 @@ from archiver.browser.detect import needs_browser
 from archiver.browser.errors import BrowserError, BrowserUnavailableError, NavigationError
 from archiver.browser.exchange import BrowserRequest, BrowserResponse, Refusal
 from archiver.browser.page import PageResult
+from archiver.browser.screenshots import MEDIA_TYPES
 from archiver.errors import BlockedAddressError, FetchError
 from archiver.extract.decoding import ContentDecodingError, decode_content
 from archiver.extract.links import HTML_TYPES, MAX_DECODED
@@ -60,8 +61,13 @@ from archiver.warc.records import RecordFactory
 
 #: The reason logged for a page loaded because every page is (``--browser all``).
 ALL_PAGES = "--browser all"
-#: What a screenshot's resource record is named after (Browsertrix Crawler's convention).
-SCREENSHOT_PREFIX = "urn:screenshot:"
+#: What a screenshot's resource record is named after (Browsertrix Crawler's convention), by
+#: kind (:mod:`archiver.browser.screenshots`).
+SCREENSHOT_PREFIXES = {
+    "view": "urn:screenshot:",
+    "full": "urn:screenshot-full:",
+    "thumbnail": "urn:thumbnail:",
+}
 #: Request header fields the fetcher sets itself, or that describe the browser's connection.
 _OWN_FIELDS = frozenset(
     {
@@ -140,10 +146,10 @@ class Browsing:
         self.counters.pages += 1
         self.counters.by_reason[why_kind(why)] += 1
         count_behaviors(self.counters, result)
-        screenshot = await self._screenshot(capturer, result)
+        screenshots = await self._screenshots(capturer, result)
         self.discovery.record_page(ex.target_uri, ex.date, result.title)
         await self._discover(item, result, requests)
-        self._log(item, why, result, requests, screenshot)
+        self._log(item, why, result, requests, screenshots)
         return None
 
     async def load_route(self, capturer: Capturer) -> TaskResult:
@@ -172,11 +178,11 @@ class Browsing:
         self.counters.routes += 1
         self.counters.by_reason["route"] += 1
         count_behaviors(self.counters, result)
-        screenshot = await self._screenshot(capturer, result)
+        screenshots = await self._screenshots(capturer, result)
         status, date = requests.document or (None, utcnow())
         self.discovery.record_page(item.url, date, result.title, text=result.text)
         await self._discover(item, result, requests)
-        self._log(item, "route", result, requests, screenshot)
+        self._log(item, "route", result, requests, screenshots)
         return self.outcomes.routed(item, status)
 
     async def static_links(self, item: CrawlItem, ex: Exchange, *, list_page: bool) -> None:
@@ -195,13 +201,17 @@ class Browsing:
             await self.static_links(item, ex, list_page=True)
         return result
 
-    async def _screenshot(self, capturer: Capturer, result: PageResult) -> WrittenCapture | None:
-        if result.screenshot is None:
-            return None
-        uri = screenshot_uri(capturer.lease.item.url)
-        capture = self.factory.resource(uri, "image/png", result.screenshot)
-        written = await capturer.write(capture)
-        self.counters.screenshots += 1
+    async def _screenshots(
+        self, capturer: Capturer, result: PageResult
+    ) -> list[tuple[str, WrittenCapture]]:
+        """Each screenshot of the page as a ``resource`` record of the lease: by kind, where
+        it was written."""
+        written = []
+        for kind, picture in result.screenshots.items():
+            uri = screenshot_uri(capturer.lease.item.url, kind)
+            capture = self.factory.resource(uri, MEDIA_TYPES[kind], picture)
+            written.append((kind, await capturer.write(capture)))
+            self.counters.screenshots += 1
         return written
 
     async def _discover(self, item: CrawlItem, result: PageResult, requests: PageRequests) -> None:
@@ -226,7 +236,7 @@ class Browsing:
         why: str,
         result: PageResult,
         requests: PageRequests,
-        screenshot: WrittenCapture | None,
+        screenshots: list[tuple[str, WrittenCapture]],
     ) -> None:
         event: dict[str, object] = {
             "url": item.url,
@@ -245,12 +255,19 @@ class Browsing:
         event.update(behavior_fields(result))
         if result.undelivered:
             event["undelivered"] = [list(pair) for pair in result.undelivered[:10]]
-        if screenshot is not None and screenshot.primary is not None:
-            record = screenshot.primary
-            event["screenshot"] = record.target_uri
-            event["screenshot_warc"] = record.filename
-            event["screenshot_offset"] = record.offset
-            event["screenshot_length"] = record.length
+        shots = [
+            {
+                "kind": kind,
+                "uri": record.target_uri,
+                "warc": record.filename,
+                "offset": record.offset,
+                "length": record.length,
+            }
+            for kind, written in screenshots
+            if (record := written.primary) is not None
+        ]
+        if shots:
+            event["screenshots"] = shots
         self.context.log.info("browser-page", **event)
         for bound in bounds_reached(result):
             self.context.log.warning("behavior-bounds", url=item.url, **bound)
@@ -356,10 +373,11 @@ class PageRequests:
                 await asyncio.gather(*self._tasks, return_exceptions=True)
 
 
-def screenshot_uri(url: str) -> str:
-    """The screenshot's record URI (``urn:screenshot:URL``); a hash route's ``#`` is escaped, so
-    that no WARC target carries a fragment."""
-    return SCREENSHOT_PREFIX + url.replace("#", "%23")
+def screenshot_uri(url: str, kind: str = "view") -> str:
+    """A screenshot's record URI (``urn:screenshot:URL``, ``urn:screenshot-full:URL``,
+    ``urn:thumbnail:URL``); a hash route's ``#`` is escaped, so that no WARC target carries a
+    fragment."""
+    return SCREENSHOT_PREFIXES[kind] + url.replace("#", "%23")
 
 
 def why_kind(why: str) -> str:
@@ -394,4 +412,4 @@ def _fetch_headers(request: BrowserRequest) -> dict[str, str]:
     return {name: value for name, value in request.headers if name.lower() not in _OWN_FIELDS}
 
 
-__all__ = ["SCREENSHOT_PREFIX", "Browsing", "PageRequests"]
+__all__ = ["SCREENSHOT_PREFIXES", "Browsing", "PageRequests", "screenshot_uri"]

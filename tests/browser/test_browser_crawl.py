@@ -34,6 +34,7 @@ from archiver.commands import verify
 from archiver.commands.report import write_report
 from archiver.index.cdxj import scan_warc
 from tests.conftest import run_crawl
+from tests.support.images import decode_png, jpeg_size
 from tests.support.pywb import PywbReplay
 from tests.support.redis_server import RedisServer
 from tests.support.replaywebpage import ReplayWebPage
@@ -329,19 +330,32 @@ async def test_the_ignores_refuse_a_pages_requests_as_they_skip_its_links(
 async def test_screenshots_are_resource_records_listed_in_the_report(
     tmp_path: Path, spa: SpaSite
 ) -> None:
+    """``--screenshots view,full,thumbnail``: three resource records per page (PNG, PNG, JPEG),
+    indexed as cdxj-indexer indexes them; the report lists every one and shows the thumbnails."""
     out = tmp_path / "out"
+    kinds = ("view", "full", "thumbnail")
     result = await run_crawl(
-        out, spa.url("/"), **browser_settings(screenshots=True, behaviors=("none",))
+        out, spa.url("/"), **browser_settings(screenshots=kinds, behaviors=("none",))
     )
     assert result.status == "completed", result.reason
-    shots = [r for r in read_records(out / "warcs") if r.type == "resource"]
-    expected = {"urn:screenshot:" + spa.url(path) for path in ["/", *item_paths()]}
-    assert {r.uri for r in shots} == expected
-    for shot in shots:
-        assert shot.get("Content-Type") == "image/png"
-        assert shot.block.startswith(b"\x89PNG\r\n\x1a\n")
-        width = int.from_bytes(shot.block[16:20], "big")
-        assert width == 1280
+    shots = {r.uri: r for r in read_records(out / "warcs") if r.type == "resource"}
+    pages = [spa.url(path) for path in ["/", *item_paths()]]
+    prefixes = {"urn:screenshot:": "view", "urn:screenshot-full:": "full", "urn:thumbnail:": "t"}
+    expected = {prefix + page for prefix in prefixes for page in pages}
+    assert set(shots) == expected
+    for page in pages:
+        view = shots["urn:screenshot:" + page]
+        full = shots["urn:screenshot-full:" + page]
+        thumbnail = shots["urn:thumbnail:" + page]
+        assert view.get("Content-Type") == full.get("Content-Type") == "image/png"
+        assert thumbnail.get("Content-Type") == "image/jpeg"
+        view_width, view_height, _ = decode_png(view.block)
+        full_width, full_height, _ = decode_png(full.block)
+        assert view_width == full_width == 1280
+        assert full_height >= view_height
+        assert jpeg_size(thumbnail.block) == (320, round(view_height / 4))
+    home_height = decode_png(shots["urn:screenshot-full:" + spa.url("/")].block)[1]
+    assert home_height > 4000, "the catalogue's whole page is taller than its window"
     assert result.summary["browser"]["screenshots"] == len(expected)
     lines = (out / "index.cdxj").read_text().splitlines()
     assert lines == post_append_cdxj(out / "warcs")
@@ -350,6 +364,7 @@ async def test_screenshots_are_resource_records_listed_in_the_report(
     html = write_report(out, out / "report.html").read_text()
     for uri in expected:
         assert uri in html
+    assert html.count('src="data:image/jpeg;base64,') == len(pages)  # a thumbnail per page
 
 
 async def test_a_killed_chromium_costs_one_try_of_a_page(tmp_path: Path, spa: SpaSite) -> None:

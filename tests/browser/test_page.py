@@ -19,6 +19,7 @@ from archiver.browser.exchange import BrowserRequest, BrowserResponse, Refusal
 from archiver.browser.pool import BrowserConfig, BrowserPool
 from archiver.extract.links import extract_html
 from tests.browser.conftest import SiteHandler
+from tests.support.images import decode_png, jpeg_size
 from tests.support.site import SiteServer
 from tests.support.spa_site import INDEX, ITEMS, LAZY_IMAGES, UPLOAD, SpaSite, item_paths
 
@@ -201,11 +202,25 @@ async def test_a_handler_exception_stops_the_page_and_is_raised(
     assert result.title == "Astrolabe"
 
 
-async def test_screenshot_is_a_png(pool: BrowserPool, spa: SpaSite, handler: SiteHandler) -> None:
-    result = await pool.load(spa.url("/item/3"), handler, screenshot=True)
-    assert result.screenshot is not None
-    assert result.screenshot.startswith(b"\x89PNG\r\n\x1a\n")
+async def test_screenshots_of_the_viewport_the_whole_page_and_a_thumbnail(
+    pool: BrowserPool, spa: SpaSite, handler: SiteHandler
+) -> None:
+    """The catalogue is taller than the window (a 4000 px spacer, images 600 px apart): the
+    viewport is the window's width, the whole page as tall as the document, the thumbnail the
+    viewport scaled to 320 px wide, a JPEG."""
+    kinds = ("view", "full", "thumbnail")
+    result = await pool.load(spa.url("/"), handler, screenshots=kinds)
+    assert set(result.screenshots) == set(kinds)
+    view_width, view_height, _ = decode_png(result.screenshots["view"])
+    assert view_width == 1280 and 800 <= view_height <= 960, (view_width, view_height)
+    full_width, full_height, pixels = decode_png(result.screenshots["full"])
+    assert full_width == 1280
+    assert full_height > 4000, full_height
+    assert len(set(pixels)) > 2, "the whole page is blank"
+    assert jpeg_size(result.screenshots["thumbnail"]) == (320, round(view_height / 4))
+    assert result.screenshot == result.screenshots["full"]
     without = await pool.load(spa.url("/item/3"), handler)
+    assert without.screenshots == {}
     assert without.screenshot is None
 
 

@@ -14,10 +14,8 @@ import contextlib
 import json
 import re
 import shutil
-import struct
 import subprocess
 import sys
-import zlib
 from collections import Counter
 from collections.abc import AsyncIterator
 from dataclasses import dataclass, field
@@ -33,6 +31,7 @@ from archiver.commands import report
 from archiver.commands.report import ReportError, bar_chart, scan_log, time_chart, write_report
 from archiver.commands.sample import create_app
 from tests.conftest import run_crawl
+from tests.support.images import decode_png
 
 HOSTILE_URL = (
     "http://evil.example/\"><script>console.error('xss')</script><img src=x onerror=alert(1)>"
@@ -58,52 +57,6 @@ CHROMIUM_FLAGS = (
 
 
 # -- a tiny PNG decoder (8-bit RGB/RGBA, not interlaced: what Chromium writes) --------------------
-
-
-def decode_png(data: bytes) -> tuple[int, int, list[tuple[int, ...]]]:
-    """Width, height and pixels of a PNG (PNG spec section 9: filters None/Sub/Up/Avg/Paeth)."""
-    assert data[:8] == b"\x89PNG\r\n\x1a\n", "not a PNG"
-    pos, idat, header = 8, b"", b""
-    while pos < len(data):
-        (length,) = struct.unpack(">I", data[pos : pos + 4])
-        kind = data[pos + 4 : pos + 8]
-        body = data[pos + 8 : pos + 8 + length]
-        crc = struct.unpack(">I", data[pos + 8 + length : pos + 12 + length])[0]
-        assert zlib.crc32(kind + body) == crc, f"bad CRC in {kind!r}"
-        if kind == b"IHDR":
-            header = body
-        elif kind == b"IDAT":
-            idat += body
-        pos += 12 + length
-    width, height, depth, color, _, _, interlace = struct.unpack(">IIBBBBB", header)
-    assert depth == 8 and color in (2, 6) and interlace == 0, (depth, color, interlace)
-    bpp = 3 if color == 2 else 4
-    raw = zlib.decompress(idat)
-    stride = width * bpp
-    previous = bytearray(stride)
-    pixels: list[tuple[int, ...]] = []
-    for y in range(height):
-        start = y * (stride + 1)
-        kind = raw[start]
-        line = bytearray(raw[start + 1 : start + 1 + stride])
-        for i in range(stride):
-            a = line[i - bpp] if i >= bpp else 0
-            b = previous[i]
-            c = previous[i - bpp] if i >= bpp else 0
-            if kind == 1:
-                line[i] = (line[i] + a) & 0xFF
-            elif kind == 2:
-                line[i] = (line[i] + b) & 0xFF
-            elif kind == 3:
-                line[i] = (line[i] + (a + b) // 2) & 0xFF
-            elif kind == 4:
-                p = a + b - c
-                pa, pb, pc = abs(p - a), abs(p - b), abs(p - c)
-                pred = a if pa <= pb and pa <= pc else b if pb <= pc else c
-                line[i] = (line[i] + pred) & 0xFF
-        pixels.extend(tuple(line[x : x + 3]) for x in range(0, stride, bpp))
-        previous = line
-    return width, height, pixels
 
 
 def hex_rgb(color: str) -> tuple[int, int, int]:
