@@ -58,9 +58,16 @@ from collections import deque
 from dataclasses import dataclass, field
 from typing import IO, Any
 
-from archiver.config.assemble import check_browser, cookie_file, frontier_config, seed_list
+from archiver.config.assemble import (
+    check_browser,
+    cookie_file,
+    frontier_config,
+    seed_list,
+    wacz_signer,
+    wants_wacz,
+)
 from archiver.config.settings import Settings
-from archiver.errors import ArchiverError, LockedError, OutputError
+from archiver.errors import ArchiverError, LockedError
 from archiver.frontier import open_backend
 from archiver.frontier.config import REDIS_SCHEMES
 from archiver.run import finish, merge, wiring
@@ -81,6 +88,7 @@ from archiver.run.output import (
 )
 from archiver.run.redisserver import PrivateRedis, redis_binary
 from archiver.run.resume import repair_open_warcs
+from archiver.sign.signer import Signer
 from archiver.urls import redact_url
 from archiver.version import __version__
 from archiver.warc.naming import safe_name_part, warc_files
@@ -181,6 +189,7 @@ class Supervisor:
         self._frontier: dict[str, Any] = {}
         self._ended: list[tuple[float, dict[str, Any]]] = []  #: (offset, summary), in order
         self._runs: list[dict[str, Any]] = []
+        self._signer: Signer | None = None
 
     # -- control ----------------------------------------------------------------------------
 
@@ -230,6 +239,7 @@ class Supervisor:
         seeds = seed_list(settings)  # usage errors come first, before anything is written
         cookie_file(settings)
         check_browser(settings)
+        self._signer = wacz_signer(settings)
         binary = redis_binary() if self.private else None
         self.layout.root.mkdir(parents=True, exist_ok=True)
         lock = OutputLock(self.layout.lock_file)
@@ -577,18 +587,22 @@ class Supervisor:
         except (OSError, ArchiverError) as exc:
             status, reason = STATUS_INTERRUPTED, f"writing the index failed: {exc}"
         summary = self._summary(status, reason, seeds, resumed=resumed)
-        if s.wacz and status in (STATUS_COMPLETED, STATUS_LIMIT) and layout.index.exists():
-            try:
-                await asyncio.to_thread(
-                    finish.package_crawl,
-                    layout.root,
-                    layout.wacz,
-                    description=s.description or None,
-                    seeds=list(seeds),
-                    depends_on=summary.get("depends_on") or [],
-                )
-            except (OSError, OutputError) as exc:
-                summary["wacz_error"] = str(exc)
+        if wants_wacz(s) and status in (STATUS_COMPLETED, STATUS_LIMIT) and layout.index.exists():
+            packaged = await asyncio.to_thread(
+                finish.package_signed,
+                layout.root,
+                layout.wacz,
+                self._signer,
+                finish.Described(
+                    s.description or None, list(seeds), summary.get("depends_on") or []
+                ),
+            )
+            packaged.add_to(summary)
+            if packaged.signing_error is not None:
+                status, reason = STATUS_FAILED, f"the WACZ is unsigned: {packaged.signing_error}"
+                summary.update(status=status, reason=reason)
+                if self.log is not None:
+                    self.log.error("wacz-signing-error", error=packaged.signing_error)
             summary["wacz"] = layout.wacz.name if layout.wacz.exists() else None
         with contextlib.suppress(OSError):
             write_json_atomic(layout.summary, summary)
