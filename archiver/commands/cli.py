@@ -205,8 +205,8 @@ def build_parser() -> argparse.ArgumentParser:
         "--trusted-roots",
         metavar="FILE",
         help=(
-            "PEM file of root certificates to trust for domain signatures and time stamps, "
-            "besides authsign's (Let's Encrypt, FreeTSA, DigiCert)"
+            "PEM file of root certificates to trust for domain signatures and time stamps "
+            "(default: authsign's roots only: Let's Encrypt, FreeTSA, DigiCert)"
         ),
     )
     ver.add_argument("--json", action="store_true", help="print the report as JSON (default: text)")

@@ -1015,9 +1015,10 @@ class Settings:
         parse_bool,
     )
     text_max: int = setting(
-        100_000,
+        65_536,
         "warc",
-        "The most characters of text kept per page (the rest is cut).",
+        "The most characters of text kept per page (the rest is cut); a browser page's text "
+        "is read up to 65536 characters.",
         p_int(1),
         metavar="CHARS",
     )

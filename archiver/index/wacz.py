@@ -28,8 +28,9 @@ What goes in, and why each choice:
   it) and returns the object, or ``None`` when signing failed, in which case the package is
   written unsigned (the signer keeps the reason; this module knows no keys or servers).
 * page text -- a page entry of the crawl's page list may carry ``text`` (``--text``); it is
-  kept, and the header line then says ``"hasText": true``, which is what makes ReplayWeb.page
-  build its full-text search over ``pages.jsonl``.
+  kept, and the header line then says ``"hasText": true`` as py-wacz writes it (wabac.js then
+  also names ``pages.jsonl`` the collection's text index). ReplayWeb.page's page search matches
+  the ``text`` field.
 
 Member names are fixed or are the crawl's own WARC file names, never anything from a URL (a
 crafted URL must not be able to name a path inside the package). The package is written to a
@@ -220,7 +221,7 @@ def _write_pages(
         out = _HashingWriter(dst)
         header: dict[str, Any] = {"format": PAGES_FORMAT, "id": "pages", "title": "All Pages"}
         if pages.has_text:
-            header["hasText"] = True  # ReplayWeb.page searches the text only then
+            header["hasText"] = True  # as py-wacz marks a page list with text
         out.write((json.dumps(header) + "\n").encode("utf-8"))
         for page in pages.pages(contents.seeds[0] if contents.seeds else None):
             out.write((json.dumps(page, ensure_ascii=False) + "\n").encode("utf-8"))

@@ -137,11 +137,11 @@ class Browsing:
             result = await self.browser.pool.load(item.url, requests)
         except (BrowserError, BrowserUnavailableError) as exc:
             await requests.drain()
-            return await self._failed(item, ex, written, exc)
+            return await self._failed(item, ex, written, exc, captures)
         except NavigationError as exc:
             await requests.drain()
             self.context.log.warning("browser-navigation", url=item.url, error=str(exc))
-            await self.static_links(item, ex, list_page=True)
+            await self.static_links(item, ex, captures)
             return None
         except BaseException:
             await requests.drain()
@@ -150,17 +150,31 @@ class Browsing:
         self.counters.pages += 1
         self.counters.by_reason[why_kind(why)] += 1
         screenshot = await self._screenshot(item, result, captures)
-        self.discovery.record_page(ex.target_uri, ex.date, result.title)
+        settings = self.context.settings
+        text = result.text[: settings.text_max] if settings.text else None
+        self.discovery.record_page(ex.target_uri, ex.date, result.title, text)
+        if text is not None and settings.text_records:
+            captures.append(await self.recorder.write_text(item.url, text))
         await self._discover(item, result, requests)
         self._log(item, why, result, requests, screenshot)
         return None
 
-    async def static_links(self, item: CrawlItem, ex: Exchange, *, list_page: bool) -> None:
-        """What the static HTML leads to, for a page the browser did not read."""
-        await self.discovery.discover(item, ex, requisites=True, list_page=list_page)
+    async def static_links(
+        self, item: CrawlItem, ex: Exchange, captures: list[WrittenCapture]
+    ) -> None:
+        """What the static HTML leads to, for a page the browser did not read; the page listed
+        from it (with its text and text record, as a static page's)."""
+        text = await self.discovery.discover(item, ex, requisites=True, list_page=True)
+        if text is not None and self.context.settings.text_records:
+            captures.append(await self.recorder.write_text(item.url, text))
 
     async def _failed(
-        self, item: CrawlItem, ex: Exchange, written: WrittenCapture | None, exc: Exception
+        self,
+        item: CrawlItem,
+        ex: Exchange,
+        written: WrittenCapture | None,
+        exc: Exception,
+        captures: list[WrittenCapture],
     ) -> TaskResult:
         result = self.outcomes.browser_failed(item, ex, written, exc)
         if result.outcome.value == "retry":
@@ -168,7 +182,7 @@ class Browsing:
         else:
             self.counters.failed += 1
             # the page stays archived as it was served: what its HTML names is captured too
-            await self.static_links(item, ex, list_page=True)
+            await self.static_links(item, ex, captures)
         return result
 
     async def _screenshot(

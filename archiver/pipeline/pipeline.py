@@ -116,12 +116,20 @@ class Pipeline:
             return fetched
         exchange, written, content = fetched
         why = self.browsing.wants(item, content) if self.browsing is not None else None
-        await self.discovery.discover(item, content, requisites=why is None, list_page=why is None)
+        text = await self.discovery.discover(
+            item, content, requisites=why is None, list_page=why is None
+        )
+        await self.text_record(item.url, text, captures)
         if self.browsing is not None and why is not None:
             failed = await self.browsing.load(item, content, written, why, captures)
             if failed is not None:
                 return failed
         return self.outcomes.captured(item, exchange, written)
+
+    async def text_record(self, url: str, text: str | None, captures: list[WrittenCapture]) -> None:
+        """A listed page's text as a ``urn:text:`` record, with ``--text-records``."""
+        if text is not None and self.context.settings.text_records:
+            captures.append(await self.recorder.write_text(url, text))
 
     async def _fetch_and_record(
         self, item: CrawlItem, captures: list[WrittenCapture], counts_as_page: bool
@@ -157,7 +165,10 @@ class Pipeline:
         record is read back, not fetched again; what it leads to is discovered as usual."""
         assert self.browsing is not None
         why = self.browsing.wants(item, exchange)
-        await self.discovery.discover(item, exchange, requisites=why is None, list_page=why is None)
+        text = await self.discovery.discover(
+            item, exchange, requisites=why is None, list_page=why is None
+        )
+        await self.text_record(item.url, text, captures)
         if why is not None:
             failed = await self.browsing.load(item, exchange, None, why, captures)
             if failed is not None:
