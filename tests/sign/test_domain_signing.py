@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import asyncio
 import base64
+import gzip
 import json
 import socket
 import urllib.request
@@ -261,3 +262,27 @@ async def test_the_command_line_says_it_in_one_line(tmp_path: Path) -> None:
     assert (out / "cli.wacz").is_file()
     assert "Traceback" not in run.err
     assert f"the WACZ is unsigned: cannot reach the signing server {url}" in run.err
+
+
+async def test_the_token_is_sent_and_written_nowhere(
+    tmp_path: Path, local_server: Serve, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """``ARCHIVER_WACZ_SIGN_TOKEN`` goes to the signing server as its bearer token, and into
+    no file of the crawl (settings are written to warcinfo and crawl.json; it is no setting)."""
+    seen: list[str | None] = []
+
+    async def refuse(request: web.Request) -> web.StreamResponse:
+        seen.append(request.headers.get("Authorization"))
+        return web.Response(status=403, text="no")
+
+    token = "t0ken-Zq8vX3-never-in-a-file"
+    monkeypatch.setenv("ARCHIVER_WACZ_SIGN_TOKEN", token)
+    out, result = await crawl(tmp_path, await local_server(refuse))
+    assert seen == [f"bearer {token}"]
+    assert_unsigned_failure(out, result, "answered HTTP 403: no")
+    for path in out.rglob("*"):
+        if path.is_file():
+            data = path.read_bytes()
+            if path.name.endswith(".gz"):
+                data = gzip.decompress(data)
+            assert token.encode() not in data, path

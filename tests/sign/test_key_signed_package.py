@@ -130,3 +130,22 @@ def test_a_changed_signature_fails(signed: Any, tmp_path: Path, field: str) -> N
     run = archiver("verify", str(changed))
     assert run.code == 1, run.out
     assert "ERROR datapackage-digest.json: signature: " in run.out
+
+
+def test_a_crawl_of_several_processes_is_signed_by_its_supervisor(tmp_path: Path) -> None:
+    """``--processes 2``: the supervisor packages the crawl, and signs it."""
+    key = write_new_key(tmp_path / "k")
+    out = tmp_path / "shared"
+    with SiteServer().running_in_thread() as site:
+        add_pages(site)
+        run = archiver(
+            "crawl", site.url("/"), "-o", str(out), "--processes", "2", "--robots", "ignore",
+            "--per-host-delay", "0", "--quiet", "--wacz-sign-key", str(tmp_path / "k"),
+            timeout=300,
+        )  # fmt: skip
+    assert run.code == 0, run.err
+    checked = archiver("verify", str(out / "shared.wacz"))
+    assert checked.code == 0, checked.out
+    assert f"fingerprint {key.fingerprint}" in checked.out
+    summary = json.loads((out / "summary.json").read_text())
+    assert key.fingerprint in summary["wacz_signed_by"]
