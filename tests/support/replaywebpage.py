@@ -162,18 +162,25 @@ class ReplayWebPage:
         """The rendered text of ``url`` replayed from the WACZ, once ``done`` accepts it."""
         assert self._browser is not None
         browser = self._browser.connection.browser
-        created = await browser.send("Target.createTarget", {"url": "about:blank"}, timeout=30)
+        target, session = await self._open_tab(f"{self.base}/?url={url}")
         try:
-            attached = await browser.send(
-                "Target.attachToTarget", {"targetId": created["targetId"], "flatten": True},
-                timeout=30,
-            )  # fmt: skip
-            session = self._browser.connection.session(attached["sessionId"])
-            await session.send("Page.enable", timeout=30)
-            await session.send("Page.navigate", {"url": f"{self.base}/?url={url}"}, timeout=30)
             return await _replayed_text(session, url, done)
         finally:
-            await browser.send("Target.closeTarget", {"targetId": created["targetId"]}, timeout=30)
+            await browser.send("Target.closeTarget", {"targetId": target}, timeout=30)
+
+    async def _open_tab(self, url: str) -> tuple[str, Session]:
+        """A new tab navigating to ``url``: its target id and its session."""
+        assert self._browser is not None
+        browser = self._browser.connection.browser
+        created = await browser.send("Target.createTarget", {"url": "about:blank"}, timeout=30)
+        attached = await browser.send(
+            "Target.attachToTarget", {"targetId": created["targetId"], "flatten": True},
+            timeout=30,
+        )  # fmt: skip
+        session = self._browser.connection.session(attached["sessionId"])
+        await session.send("Page.enable", timeout=30)
+        await session.send("Page.navigate", {"url": url}, timeout=30)
+        return str(created["targetId"]), session
 
 
 async def _replayed_text(session: Session, url: str, done: Callable[[str], bool]) -> str:
@@ -226,20 +233,10 @@ class ReplayWebPageApp(ReplayWebPage):
     def __init__(self, wacz: Path, state_dir: Path) -> None:
         super().__init__(wacz, state_dir)
         self._session: Session | None = None
-        self._frame: str | None = None
 
     async def open(self) -> None:
-        assert self._browser is not None
-        browser = self._browser.connection.browser
-        created = await browser.send("Target.createTarget", {"url": "about:blank"}, timeout=30)
-        attached = await browser.send(
-            "Target.attachToTarget", {"targetId": created["targetId"], "flatten": True},
-            timeout=30,
-        )  # fmt: skip
-        session = self._browser.connection.session(attached["sessionId"])
-        await session.send("Page.enable", timeout=30)
-        await session.send("Page.navigate", {"url": f"{self.base}/"}, timeout=30)
-        self._session = session
+        """The application in a new tab (closed with the browser)."""
+        _, self._session = await self._open_tab(f"{self.base}/")
 
     async def _app_frame(self) -> str | None:
         """The frame of the application (``/replay/?source=…``), once it exists."""
