@@ -24,6 +24,14 @@ from archiver.warc.records import PendingCapture
 TEXT_PREFIX = "urn:text:"
 
 
+def text_capture(factory: records.RecordFactory, url: str, text: str) -> PendingCapture:
+    """A page's text as a ``resource`` record ``urn:text:URL`` (``--text-records``; the name
+    Browsertrix Crawler gives the text it extracts), UTF-8 plain text."""
+    return factory.resource(
+        TEXT_PREFIX + url, "text/plain; charset=utf-8", text.encode("utf-8", "replace")
+    )
+
+
 class Recorder:
     """Writes the captures of one run; counts what each WARC file holds until committed."""
 
@@ -75,14 +83,6 @@ class Recorder:
         written = await self._write(capture, digest, pending)
         self._count(ex, revisit)
         return written
-
-    async def write_text(self, url: str, text: str) -> WrittenCapture:
-        """A page's text as a ``resource`` record ``urn:text:URL`` (``--text-records``; the
-        name Browsertrix Crawler gives the text it extracts), UTF-8 plain text."""
-        capture = self._factory.resource(
-            TEXT_PREFIX + url, "text/plain; charset=utf-8", text.encode("utf-8", "replace")
-        )
-        return await self.write(capture)
 
     async def write(self, capture: PendingCapture) -> WrittenCapture:
         """Write a capture the crawl made itself (a screenshot's resource record)."""
