@@ -15,8 +15,9 @@ roots in a PEM file (a private CA, or the tests' CA).
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
 from pathlib import Path
@@ -85,6 +86,17 @@ class Chain:
         return fingerprint(self.certs[-1])
 
 
+@contextlib.contextmanager
+def read_as_signature(what: str) -> Iterator[None]:
+    """The errors ``cryptography`` and ``rfc3161-client`` raise on malformed input (a
+    certificate whose fields only fail when read, a key that is no key) as one
+    :class:`SignatureError`: a damaged signature is a finding, never a traceback."""
+    try:
+        yield
+    except (ValueError, TypeError, UnsupportedAlgorithm) as exc:
+        raise SignatureError(f"{what} cannot be read: {exc}") from None
+
+
 def fingerprint(cert: x509.Certificate) -> str:
     return hashlib.sha256(cert.public_bytes(serialization.Encoding.DER)).hexdigest()
 
@@ -103,7 +115,9 @@ def parse_chain(pem: str, what: str) -> Chain:
     """The chain in ``pem``, each certificate checked to be signed by the next one;
     :class:`SignatureError` names the first link that does not hold."""
     certs = parse_certificates(pem, what)
-    return order_chain(certs, certs[0], what)
+    chain = order_chain(certs, certs[0], what)
+    require_vouched(certs, chain, what)
+    return chain
 
 
 def order_chain(pool: Sequence[x509.Certificate], leaf: x509.Certificate, what: str) -> Chain:
@@ -168,12 +182,26 @@ def same_public_key(a: x509.Certificate, b: x509.Certificate) -> bool:
     return a.public_key().public_bytes(*fmt) == b.public_key().public_bytes(*fmt)
 
 
-def der_certificates(certs: Iterable[bytes]) -> list[x509.Certificate]:
-    """Certificates from DER (a time stamp token's), unreadable ones left out."""
-    out = []
-    for der in certs:
-        try:
-            out.append(x509.load_der_x509_certificate(der))
-        except ValueError:
+def der_certificates(certs: Iterable[bytes], what: str) -> list[x509.Certificate]:
+    """Certificates from DER (a time stamp token's)."""
+    try:
+        return [x509.load_der_x509_certificate(der) for der in certs]
+    except ValueError:
+        raise SignatureError(f"{what} carries a certificate that cannot be read") from None
+
+
+def require_vouched(certs: Sequence[x509.Certificate], chain: Chain, what: str) -> None:
+    """Each of ``certs`` but the chain's top was signed by a certificate of ``certs`` or of
+    the chain (itself, for a root). A chain is read from its leaf up, so a certificate off that
+    path would otherwise go unread: with this rule no byte of any certificate given can change
+    unnoticed. The top is vouched for by its fingerprint, which must be a trusted root's (it
+    need not be self-signed: Let's Encrypt's cross-signed ISRG Root X1 ends some chains)."""
+    pool = [*certs, *chain.certs]
+    for cert in certs:
+        if cert == chain.certs[-1]:
             continue
-    return out
+        if not any(c.subject == cert.issuer and signed_by(cert, c) for c in pool):
+            raise SignatureError(
+                f"{what} holds a certificate for '{subject_name(cert)}' that no certificate "
+                "it names signed"
+            )

@@ -25,6 +25,7 @@ from archiver.sign.certs import (
     TrustedRoots,
     fingerprint,
     parse_chain,
+    read_as_signature,
     same_public_key,
     subject_name,
     valid_at,
@@ -76,9 +77,10 @@ def check_signed_data(
     ``roots=None`` checks everything but whether the chains' roots are trusted (what the
     crawler does with its signing server's answer: the operator chose that server; trust is
     the reader's judgement, made by ``archiver verify``)."""
-    if isinstance(signed, AnonymousSignature):
-        return _check_anonymous(signed)
-    return _check_domain(signed, roots, expected_domain)
+    with read_as_signature("the signature"):
+        if isinstance(signed, AnonymousSignature):
+            return _check_anonymous(signed)
+        return _check_domain(signed, roots, expected_domain)
 
 
 def _check_anonymous(signed: AnonymousSignature) -> Identity:

@@ -27,6 +27,7 @@ from archiver.sign.certs import (
     der_certificates,
     order_chain,
     parse_certificates,
+    require_vouched,
     subject_name,
 )
 
@@ -46,7 +47,7 @@ def verify_time_stamp(time_signature: str, message: str, chain_pem: str | None) 
         response = rfc3161_client.decode_timestamp_response(der)
     except (binascii.Error, ValueError):
         raise SignatureError("timeSignature is not an RFC 3161 time stamp response") from None
-    embedded = der_certificates(response.signed_data.certificates)
+    embedded = der_certificates(response.signed_data.certificates, "timeSignature")
     given = parse_certificates(chain_pem, "timestampCert") if chain_pem else []
     pool = embedded + [cert for cert in given if cert not in embedded]
     signer_infos = list(response.signed_data.signer_infos)
@@ -61,6 +62,10 @@ def verify_time_stamp(time_signature: str, message: str, chain_pem: str | None) 
         raise SignatureError("the time stamp authority's certificate is in neither the token "
                              "nor timestampCert")  # fmt: skip
     chain = order_chain(pool, leaf, "timestampCert")
+    # the token's certificate set is outside the authority's signature (RFC 5652 section 5.1):
+    # each certificate, there or in timestampCert, must still be one its issuer signed
+    require_vouched(embedded, chain, "timeSignature")
+    require_vouched(given, chain, "timestampCert")
     verifier = rfc3161_client.VerifierBuilder(
         tsa_certificate=leaf,
         intermediates=list(chain.certs[1:-1]),

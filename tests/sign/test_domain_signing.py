@@ -20,7 +20,9 @@ from pathlib import Path
 import pytest
 from aiohttp import web
 
+from archiver.index.waczcheck import verify_wacz
 from archiver.run.crawler import CrawlResult
+from archiver.sign.certs import TrustedRoots
 from tests.commands.test_cli import archiver
 from tests.conftest import run_crawl
 from tests.sign.helpers import add_pages, digest_of, flip_byte, rewrite_member
@@ -286,3 +288,36 @@ async def test_the_token_is_sent_and_written_nowhere(
             if path.name.endswith(".gz"):
                 data = gzip.decompress(data)
             assert token.encode() not in data, path
+
+
+async def test_damaged_signature_fields_are_findings_never_tracebacks(
+    signing: Signing, tmp_path: Path
+) -> None:
+    """Bytes changed all over the certificates and the time stamp: each package fails with a
+    signature finding (cryptography's errors on malformed certificates are mapped)."""
+    out, result = await crawl(tmp_path, signing.url)
+    assert result.status == "completed"
+    wacz = out / "crawl.wacz"
+    roots = TrustedRoots().with_file(signing.roots)
+    assert verify_wacz(wacz, roots).ok
+    signed = digest_of(wacz)["signedData"]
+    changed = tmp_path / "changed.wacz"
+    checked = 0
+    for field in ("timeSignature", "domainCert", "timestampCert", "signature"):
+        value: str = signed[field]
+        for at in range(0, len(value), max(1, len(value) // 25)):
+            replacement = "A" if value[at] != "A" else "B"
+            if value[at] in "-\n ":
+                continue  # the PEM armour: a changed label is still caught, but not a byte test
+            damaged = dict(signed, **{field: value[:at] + replacement + value[at + 1 :]})
+
+            def change(data: bytes, damaged: dict[str, str] = damaged) -> bytes:
+                return json.dumps(dict(json.loads(data), signedData=damaged)).encode()
+
+            rewrite_member(wacz, changed, "datapackage-digest.json", change)
+            report = verify_wacz(changed, roots)
+            assert not report.ok, (field, at)
+            assert report.errors[0][0] == "datapackage-digest.json"
+            assert report.errors[0][1].startswith("signature: "), report.errors
+            checked += 1
+    assert checked > 80
