@@ -149,3 +149,21 @@ def test_a_crawl_of_several_processes_is_signed_by_its_supervisor(tmp_path: Path
     assert f"fingerprint {key.fingerprint}" in checked.out
     summary = json.loads((out / "summary.json").read_text())
     assert key.fingerprint in summary["wacz_signed_by"]
+
+
+def test_a_file_that_is_no_package_is_one_line(signed: Any, tmp_path: Path) -> None:
+    _, wacz, _, _ = signed
+    cut = tmp_path / "cut.wacz"
+    cut.write_bytes(wacz.read_bytes()[: wacz.stat().st_size // 2])
+    warc = tmp_path / "warc.wacz"
+    warc.write_bytes(b"WARC/1.1\r\n")
+    for path in (cut, warc):
+        run = archiver("verify", str(path))
+        assert run.code == 1
+        assert "Traceback" not in run.out + run.err
+        assert f"ERROR {path.name}: not a readable ZIP file: " in run.out
+    garbage = tmp_path / "garbage.wacz"
+    rewrite_member(wacz, garbage, "datapackage.json", lambda _: b"{not json")
+    run = archiver("verify", str(garbage))
+    assert run.code == 1
+    assert "ERROR datapackage.json: is not JSON: " in run.out
