@@ -32,10 +32,11 @@ from archiver.run.crawler import (
     EXIT_LOCKED,
     EXIT_OK,
     EXIT_USAGE,
+    CrawlControl,
     Crawler,
     CrawlResult,
 )
-from archiver.run.stats import human_bytes
+from archiver.run.stats import Summary, human_bytes
 from archiver.version import __version__
 
 PROG = "archiver"
@@ -351,7 +352,7 @@ async def _run_crawl(settings: Settings, display: Display) -> CrawlResult:
 
 
 async def _run_crawler(settings: Settings, display: Display) -> CrawlResult:
-    crawler: Crawler | Supervisor
+    crawler: CrawlControl
     if settings.processes > 1:
         crawler = Supervisor(settings, console=display.log_stream)
     else:
@@ -361,7 +362,7 @@ async def _run_crawler(settings: Settings, display: Display) -> CrawlResult:
     return await _run_with_signals(crawler, display)
 
 
-async def _run_with_signals(crawler: Crawler | Supervisor, display: Display) -> CrawlResult:
+async def _run_with_signals(crawler: CrawlControl, display: Display) -> CrawlResult:
     """Run ``crawler`` with the progress display; SIGINT and SIGTERM stop it (the first
     gracefully, the second at once)."""
     loop = asyncio.get_running_loop()
@@ -397,7 +398,7 @@ async def _run_with_signals(crawler: Crawler | Supervisor, display: Display) -> 
             loop.remove_signal_handler(sig)
 
 
-def _status_server(crawler: Crawler | Supervisor, settings: Settings) -> Any:
+def _status_server(crawler: CrawlControl, settings: Settings) -> Any:
     """The status endpoint's server while the crawl runs (``--status-port``), or nothing; the
     endpoint's modules (prometheus-client, aiohttp.web) are loaded only when asked for."""
     if settings.status_port is None:
@@ -423,14 +424,14 @@ def _run(coro: Any) -> Any:
 
 def final_line(result: CrawlResult) -> str:
     """The one line ``--quiet`` prints: how the crawl ended, what it wrote, where."""
-    s = result.summary
     reason = f" ({result.reason})" if result.reason else ""
-    counts = (
-        f": {s.get('captures', 0)} captures, {human_bytes(s.get('bytes_written', 0))} of WARC "
-        f"in {s.get('duration_seconds', 0):.1f} s"
-        if s
-        else ""
-    )
+    counts = ""
+    if result.summary:
+        s = Summary.from_json(result.summary)
+        counts = (
+            f": {s.captures} captures, {human_bytes(s.bytes_written)} of WARC "
+            f"in {s.duration_seconds:.1f} s"
+        )
     return f"archiver: {result.status}{reason}{counts} -> {result.output}"
 
 

@@ -31,7 +31,6 @@ from __future__ import annotations
 import asyncio
 import contextlib
 from dataclasses import dataclass, field
-from typing import Any
 
 from archiver import urls
 from archiver.browser.detect import needs_browser
@@ -72,7 +71,7 @@ _OWN_FIELDS = frozenset(
     }
 )
 #: What a page's request adds to its fetch log line.
-_BY_BROWSER: dict[str, Any] = {"browser": True}
+_BY_BROWSER = (("browser", True),)
 
 
 class Browsing:
