@@ -994,8 +994,8 @@ class Settings:
     wacz_sign_key: Path | None = setting(
         None,
         "warc",
-        "Sign the WACZ with this ECDSA P-384 private key (PEM; `archiver keygen FILE` makes "
-        "one): the anonymous identity, its public key embedded. Implies --wacz.",
+        "Sign the WACZ with this ECDSA P-384 private key (PEM, as the keygen command makes "
+        "it): the anonymous identity, its public key embedded. Implies --wacz.",
         parse_optional_path,
         metavar="FILE",
     )
