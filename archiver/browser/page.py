@@ -223,6 +223,8 @@ class _Tab:
     loads: set[str] = field(default_factory=set)
     """The documents whose load event fired."""
     loaded: asyncio.Event = field(default_factory=asyncio.Event)
+    navigations_taken: int = 0
+    """How many of the interceptor's held navigations behaviours have been told of."""
     popups: list[str] = field(default_factory=list)
     """Windows that opened anyway (a new target), each closed at once: their URLs."""
 
@@ -289,6 +291,12 @@ class _Tab:
         opened = await self.evaluate_main(TAKE_OPENED, until=until)
         taken = [str(url) for url in opened or ()] + self.popups
         self.popups = []
+        return taken
+
+    def take_navigations(self) -> list[str]:
+        navigations = self.interceptor.navigations
+        taken = navigations[self.navigations_taken :]
+        self.navigations_taken = len(navigations)
         return taken
 
     async def insert_text(self, text: str, *, until: float) -> None:
@@ -386,6 +394,7 @@ async def _load(tab: _Tab, url: str, started: float, route: str) -> PageResult:
     if route:
         quiet = await _follow_route(tab, route, soft_deadline)
     popups = await tab.take_popups(until=soft_deadline)
+    tab.take_navigations()  # the page's own, before any behaviour: not one's doing
     behaviors = await _behave(tab, soft_deadline)
     popups += await tab.take_popups(until=soft_deadline)
     if behaviors:

@@ -58,12 +58,16 @@ def count_behaviors(counters: BrowserCounters, result: PageResult) -> None:
         if report.stopped != "done":
             counters.behavior_bounds[report.name] += 1
     counters.popups_blocked += len(result.popups)
+    # the page's own navigations by script (those during a behaviour are counted above)
+    counters.navigations_blocked += len(result.navigations) - sum(r.held for r in result.behaviors)
 
 
 def behavior_fields(result: PageResult) -> dict[str, Any]:
     """The ``browser-page`` event's account of the behaviours: each one's work by name, and the
     windows the page opened by itself."""
     fields: dict[str, Any] = {}
+    if result.navigations:
+        fields["navigations_blocked"] = len(result.navigations)
     if result.behaviors:
         fields["behaviors"] = {report.name: report.to_json() for report in result.behaviors}
     if result.popups:

@@ -21,10 +21,10 @@ dialogs; ``autoplay`` plays muted and pauses), while ``autoclick`` clicks contro
 know the effect of and ``search`` types into a form: both are for the crawls that ask.
 
 Before the first behaviour the page gets a guard against leaving it (a click or a submit that
-would navigate the tab is prevented, its target kept), and after each behaviour the links the
-document gained, the targets the guard stopped and the windows the page tried to open are
-added to that behaviour's :class:`BehaviorReport`: the crawl log lists each behaviour's work per
-page and the summary adds it up.
+would navigate the tab is prevented, its target kept; a navigation by script is held by the
+page itself), and after each behaviour the links the document gained, the targets stopped and
+the windows the page tried to open are added to that behaviour's :class:`BehaviorReport`: the
+crawl log lists each behaviour's work per page and the summary adds it up.
 """
 
 from __future__ import annotations
@@ -109,6 +109,10 @@ async def run_behaviors(
         guarded: dict[str, Any] = await page.evaluate(TAKE_GUARDED, until=until)
         report.found([str(url) for url in guarded.get("targets") or ()])
         report.navigations_blocked += int(guarded.get("blocked") or 0)
+        held = page.take_navigations()
+        report.found(held)
+        report.held += len(held)
+        report.navigations_blocked += len(held)
         opened = await page.take_popups(until=until)
         report.popups_blocked += len(opened)
         report.found([url for url in opened if url.startswith(("http://", "https://"))])

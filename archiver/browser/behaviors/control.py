@@ -65,6 +65,10 @@ class PageControl(Protocol):
         """The URLs of the windows the page tried to open since the last call (none opened:
         the page got what a popup blocker gives)."""
 
+    def take_navigations(self) -> list[str]:
+        """The URLs the page's scripts tried to take the tab to since the last call (the tab
+        was held on the page: :mod:`archiver.browser.intercept`)."""
+
 
 @dataclass
 class BehaviorReport:
@@ -84,7 +88,11 @@ class BehaviorReport:
     sources: list[str] = field(default_factory=list)
     """Media sources the browser chose (``currentSrc``): page requisites."""
     navigations_blocked: int = 0
-    """Clicks and submits that would have navigated the tab away, prevented."""
+    """Clicks and submits that would have navigated the tab away, prevented, and navigations
+    by script the tab was held from."""
+    held: int = 0
+    """Of ``navigations_blocked``, the navigations by script (listed in the page's result as
+    well)."""
     popups_blocked: int = 0
     """Windows the page tried to open, closed."""
     stopped: Stop = "done"
