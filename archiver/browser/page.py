@@ -316,6 +316,9 @@ class _Tab:
     async def settle(self, quiet: float, until: float) -> bool:
         return await self.interceptor.wait_quiet(self.session, quiet, until)
 
+    def acted(self) -> None:
+        self.interceptor.activity()
+
 
 async def load_page(
     connection: Connection,

@@ -28,11 +28,10 @@ import json
 
 from archiver.browser.behaviors.control import (
     NEW_LINKS,
-    STEP_QUIET,
-    STEP_WAIT,
     BehaviorOptions,
     BehaviorReport,
     PageControl,
+    after_step,
 )
 
 #: The most clicks on one page.
@@ -165,7 +164,7 @@ async def autoclick(
         report.steps += 1
         report.clicks += 1
         await page.evaluate(FRAMES, until=until)
-        await page.settle(STEP_QUIET, min(until, page.now() + STEP_WAIT))
+        await after_step(page, until)
         report.found(await page.evaluate(NEW_LINKS, until=until))
     report.stopped = "steps"
 

@@ -18,11 +18,10 @@ from importlib import resources
 
 from archiver.browser.behaviors.control import (
     NEW_LINKS,
-    STEP_QUIET,
-    STEP_WAIT,
     BehaviorOptions,
     BehaviorReport,
     PageControl,
+    after_step,
 )
 
 #: The most consent buttons clicked on one page (a dialog and its second layer).
@@ -84,7 +83,7 @@ async def consent(
         report.steps += 1
         report.clicks += 1
         report.ran = str(framework)
-        await page.settle(STEP_QUIET, min(until, page.now() + STEP_WAIT))
+        await after_step(page, until)
         report.found(await page.evaluate(NEW_LINKS, until=until))
     report.stopped = "steps"
 

@@ -58,6 +58,10 @@ class PageControl(Protocol):
     async def settle(self, quiet: float, until: float) -> bool:
         """Wait for the page's network to be quiet for ``quiet`` seconds, or until ``until``."""
 
+    def acted(self) -> None:
+        """The page was just acted on (a click, a play): the next quiet period counts from
+        now, since the requests the action starts may be a moment away."""
+
     def now(self) -> float:
         """The loop time deadlines are expressed in."""
 
@@ -153,6 +157,13 @@ class BehaviorOptions:
     scripts: tuple[BehaviorScript, ...] = ()
 
 
+async def after_step(page: PageControl, until: float) -> None:
+    """Let what a step started finish: the network quiet for :data:`STEP_QUIET` seconds from
+    now, waited for :data:`STEP_WAIT` seconds at most (and not past ``until``)."""
+    page.acted()
+    await page.settle(STEP_QUIET, min(until, page.now() + STEP_WAIT))
+
+
 def _first_word(source: str) -> str:
     """The first word of a script, past comments and white space."""
     text = source.lstrip("\ufeff")
@@ -239,4 +250,5 @@ __all__ = [
     "BehaviorScript",
     "PageControl",
     "Stop",
+    "after_step",
 ]

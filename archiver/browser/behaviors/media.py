@@ -15,11 +15,10 @@ not played.
 from __future__ import annotations
 
 from archiver.browser.behaviors.control import (
-    STEP_QUIET,
-    STEP_WAIT,
     BehaviorOptions,
     BehaviorReport,
     PageControl,
+    after_step,
 )
 
 #: The most media elements played per page.
@@ -80,7 +79,7 @@ async def autoplay(
         source = str(played.get("src") or "")
         if source.startswith(("http://", "https://")) and source not in report.sources:
             report.sources.append(source)
-        await page.settle(STEP_QUIET, min(until, page.now() + STEP_WAIT))
+        await after_step(page, until)
     report.stopped = "steps"
 
 

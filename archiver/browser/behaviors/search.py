@@ -15,11 +15,10 @@ from __future__ import annotations
 
 from archiver.browser.behaviors.control import (
     NEW_LINKS,
-    STEP_QUIET,
-    STEP_WAIT,
     BehaviorOptions,
     BehaviorReport,
     PageControl,
+    after_step,
 )
 
 #: What is typed: one common letter, enough for every search to answer with results.
@@ -65,7 +64,7 @@ async def search(
     if found == "opened":
         report.steps += 1
         report.clicks += 1
-        await page.settle(STEP_QUIET, min(until, page.now() + STEP_WAIT))
+        await after_step(page, until)
         found = await page.evaluate(FIND % "true", until=until)
     if found != "box":
         return
@@ -75,10 +74,10 @@ async def search(
     await page.insert_text(QUERY, until=until)
     report.steps += 1
     report.typed += 1
-    await page.settle(STEP_QUIET, min(until, page.now() + STEP_WAIT))
+    await after_step(page, until)
     report.found(await page.evaluate(NEW_LINKS, until=until))
     await page.press_key("Escape", until=until)
-    await page.settle(STEP_QUIET, min(until, page.now() + STEP_WAIT))
+    await after_step(page, until)
 
 
 __all__ = ["QUERY", "search"]
