@@ -36,12 +36,15 @@ body). What it serves:
   :data:`CUSTOM_BEHAVIOR`, which also adds ``/custom-added.html`` as a link;
 - ``/leave.html``: a page that tries to leave (``location.href`` set again and again to
   ``/away-N.html``) and to open windows (``window.open('/popup-N.html')``), linking to
-  ``/item-after-leave.html``;
+  ``/item-after-leave.html``; its request to ``/api/until-left`` is answered once it says it is
+  done trying (``/api/left``), so that its network is busy until then;
 - every other ``*.html`` path: a small page titled after its path.
 """
 
 from __future__ import annotations
 
+import asyncio
+import contextlib
 import json
 import struct
 from collections.abc import Callable
@@ -320,13 +323,18 @@ LEAVE_PAGE = """<!DOCTYPE html>
 <html><head><meta charset="utf-8"><title>Stay</title></head><body>
 <p>This page keeps trying to leave.</p><a href="/item-after-leave.html">the next page</a>
 <script>
+fetch("/api/until-left");
 let tries = 0;
 const leave = () => {
   tries += 1;
   window.open("/popup-" + tries + ".html");
   location.href = "/away-" + tries + ".html";
-  if (tries < 5) setTimeout(leave, 150);
-  else document.title = "Stayed";
+  if (tries < 5) {
+    setTimeout(leave, 150);
+  } else {
+    document.title = "Stayed";
+    fetch("/api/left");
+  }
 };
 setTimeout(leave, 50);
 </script></body></html>
@@ -393,6 +401,7 @@ class BehaveSite:
     port: int = 0
     on_request: Callable[[Hit], None] | None = None
     _runner: web.AppRunner | None = None
+    _left: asyncio.Event = field(default_factory=asyncio.Event)
 
     def url(self, path: str = "/") -> str:
         return f"http://127.0.0.1:{self.port}{path}"
@@ -425,6 +434,12 @@ class BehaveSite:
         self.log.append(hit)
         if self.on_request is not None:
             self.on_request(hit)
+        if request.path == "/api/left":
+            self._left.set()
+        elif request.path == "/api/until-left":
+            with contextlib.suppress(TimeoutError):  # a hang guard: the page's fetch sets it
+                await asyncio.wait_for(self._left.wait(), timeout=60)
+            self._left.clear()
         return self._respond(request)
 
     def _respond(self, request: web.Request) -> web.StreamResponse:
@@ -459,6 +474,8 @@ class BehaveSite:
         if path.startswith("/api/secret/") and path.endswith(".json"):
             secret = path.removeprefix("/api/secret/").removesuffix(".json")
             return _json({"text": f"secret number {secret}"})
+        if path in ("/api/left", "/api/until-left"):
+            return _json({"left": path == "/api/left"})
         if path == "/api/consent" and request.method == "POST":
             return _json({"stored": True})
         if path == "/static/cmp.js":
@@ -473,7 +490,7 @@ class BehaveSite:
         if path in MEDIA:
             content, kind = MEDIA[path]
             return web.Response(body=content, content_type=kind)
-        if path.startswith("/img/") and path.endswith(".png"):
+        if path.endswith(".png"):
             image = png(8, 8, lambda x, y: (x * 30, y * 30, 90))
             return web.Response(body=image, content_type="image/png")
         if path.endswith(".html") or path.startswith("/feed/item/"):

@@ -29,6 +29,7 @@ from collections.abc import Callable
 from pathlib import Path
 from types import TracebackType
 from typing import Any, Self
+from urllib.parse import quote
 
 from aiohttp import web
 
@@ -162,9 +163,39 @@ class ReplayWebPage:
         """The rendered text of ``url`` replayed from the WACZ, once ``done`` accepts it."""
         assert self._browser is not None
         browser = self._browser.connection.browser
-        target, session = await self._open_tab(f"{self.base}/?url={url}")
+        target, session = await self._open_tab(f"{self.base}/?url={quote(url, safe='')}")
         try:
             return await _replayed_text(session, url, done)
+        finally:
+            await browser.send("Target.closeTarget", {"targetId": target}, timeout=30)
+
+    async def run_in(self, url: str, ready: Callable[[str], bool], expression: str) -> Any:
+        """Evaluate ``expression`` in the frame replaying ``url`` (a promise is awaited), once
+        its rendered text satisfies ``ready``: a reader's action on the replayed page (a
+        click, a play), with what it gave."""
+        assert self._browser is not None
+        browser = self._browser.connection.browser
+        target, session = await self._open_tab(f"{self.base}/?url={quote(url, safe='')}")
+        try:
+            await _replayed_text(session, url, ready)
+            frame = await _replay_frame(session, url)
+            assert frame is not None
+            world = await session.send("Page.createIsolatedWorld", {"frameId": frame}, timeout=30)
+            reply = await session.send(
+                "Runtime.evaluate",
+                {
+                    "expression": expression,
+                    "contextId": world["executionContextId"],
+                    "returnByValue": True,
+                    "awaitPromise": True,
+                },
+                timeout=REPLAY_WAIT,
+            )
+            if "exceptionDetails" in reply:
+                raise AssertionError(
+                    f"the action failed in the replay: {reply['exceptionDetails']}"
+                )
+            return reply.get("result", {}).get("value")
         finally:
             await browser.send("Target.closeTarget", {"targetId": target}, timeout=30)
 
@@ -204,7 +235,9 @@ async def _replay_frame(session: Session, url: str) -> str | None:
     while pending:
         node = pending.pop()
         frame = node["frame"]
-        if str(frame.get("url", "")).endswith("mp_/" + url):
+        # the protocol keeps a frame's fragment apart (a hash route's, here)
+        location = str(frame.get("url", "")) + str(frame.get("urlFragment", ""))
+        if location.endswith("mp_/" + url):
             return str(frame["id"])
         pending += node.get("childFrames", [])
     return None
