@@ -34,11 +34,14 @@ What follows from it:
 The public API, for the crawl's pipeline::
 
     pool = BrowserPool(BrowserConfig(state_dir=..., chromium=..., tabs=4, page_timeout=30,
-                                     behaviors=("autoscroll",), screenshots=False,
-                                     user_agent=...))
+                                     behaviors=("consent", "autoscroll", "autoplay"),
+                                     screenshots=("view",), user_agent=...))
     await pool.start()            # BrowserUnavailableError: Chromium missing (exit 2)
     result = await pool.load(url, handler)   # from up to ``tabs`` coroutines at once
-    result.links.pages, result.links.requisites, result.title, result.screenshot
+    result.links.pages, result.links.requisites, result.title, result.screenshots
+    result.behaviors              # what each behaviour did (its links, clicks, bounds)
+    result.routes, result.navigations, result.popups   # pages of their own: the caller's
+    await pool.load(document, handler, route="/guide")  # a hash route, followed in the page
     await pool.close()            # no Chromium process is left
 
     async def handler(request: BrowserRequest) -> BrowserResponse | Refusal: ...
@@ -53,7 +56,8 @@ page and is raised again from ``load``.
 
 Modules: :mod:`.chromium` (the process), :mod:`.cdp` (the protocol client), :mod:`.exchange`
 (requests and answers), :mod:`.intercept` (answering paused requests), :mod:`.page` (one
-page), :mod:`.behaviors`, :mod:`.pool`, :mod:`.share`, :mod:`.detect`, :mod:`.errors`.
+page), :mod:`.behaviors` (what is done to it once loaded), :mod:`.screenshots`, :mod:`.pool`,
+:mod:`.share`, :mod:`.detect`, :mod:`.errors`.
 """
 
 from __future__ import annotations

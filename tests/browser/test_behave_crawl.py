@@ -28,6 +28,7 @@ import pytest
 from archiver.browser.exchange import BrowserRequest, BrowserResponse, Refusal
 from archiver.browser.pool import BrowserConfig, BrowserPool
 from archiver.commands import verify
+from tests.browser.test_behaviors import BUNDLE_LIKE
 from tests.browser.test_browser_crawl import (
     assert_no_chromium_anywhere,
     events,
@@ -35,6 +36,8 @@ from tests.browser.test_browser_crawl import (
     post_append_cdxj,
 )
 from tests.conftest import run_crawl
+from tests.docs.registry import documents
+from tests.docs.shell import DocShell, workdir
 from tests.support.behave_site import (
     CUSTOM_BEHAVIOR,
     FEED_PAGES,
@@ -450,3 +453,69 @@ async def test_two_processes_render_the_routes_of_one_crawl(
     report = verify.verify([out / "warcs"], index=out / "index.cdxj")
     assert report.ok, verify.render(report)
     assert_no_chromium_anywhere(out)
+
+
+# -- the README's command lines, as written --------------------------------------------------
+
+EVERY_BEHAVIOUR_LINE = (
+    ".venv/bin/archiver crawl https://example.org/ --browser all --behaviors "
+    "consent,autoscroll,autoclick,autoplay,search --click-selector '.read-more' "
+    "--screenshots view,full,thumbnail"
+)
+SCRIPTS_LINE = (
+    ".venv/bin/archiver crawl https://example.org/ --browser auto --behavior-script "
+    "~/behaviors/behaviors.js --behavior-script ~/behaviors/my-site.js"
+)
+
+
+async def run_documented(doc: DocShell, text: str, cwd: Path, replace: dict[str, str]) -> Path:
+    """Run a documented crawl line against the site (served by this test's loop, so the
+    command is waited for in a thread); the crawl directory it made."""
+    process = doc.start(text, cwd=workdir(cwd), replace=replace)
+    _, err = await asyncio.wait_for(asyncio.to_thread(process.communicate), timeout=600)
+    assert process.returncode == 0, err[-3000:]
+    (out,) = (cwd / "crawls").iterdir()
+    return out
+
+
+@documents(EVERY_BEHAVIOUR_LINE)
+async def test_the_readme_line_with_every_behaviour(
+    doc: DocShell, tmp_path: Path, site: BehaveSite
+) -> None:
+    out = await run_documented(
+        doc, EVERY_BEHAVIOUR_LINE, tmp_path / "run", {"https://example.org/": site.url("/")}
+    )
+    requested = collections.Counter(site.requested())
+    assert {r: n for r, n in requested.items() if n > 1} == {}
+    for expected in ["GET /api/read-more.json", *REVEALED[:-2]]:  # no user behaviour here
+        assert requested[expected] == 1, expected
+    browser = json.loads((out / "summary.json").read_text())["browser"]
+    assert browser["routes"] == ROUTES and browser["typed"] == 1
+    assert set(browser["behaviors"]) == set(EVERY_BEHAVIOR)
+    kinds = collections.Counter(
+        str(r.uri).split(":", 2)[1] for r in read_records(out / "warcs") if r.type == "resource"
+    )
+    assert kinds["screenshot"] == kinds["screenshot-full"] == kinds["thumbnail"] > ROUTES
+
+
+@documents(SCRIPTS_LINE)
+async def test_the_readme_line_with_a_bundle_and_a_behaviour(
+    doc: DocShell, tmp_path: Path, site: BehaveSite
+) -> None:
+    """The bundle-like script and the class run as ``--behavior-script`` files in that order:
+    the class loaded into the manager the first defined, run on the page it matches."""
+    behaviours = tmp_path / "behaviors"
+    behaviours.mkdir()
+    (behaviours / "behaviors.js").write_text(BUNDLE_LIKE)
+    (behaviours / "my-site.js").write_text(CUSTOM_BEHAVIOR)
+    replace = {
+        "https://example.org/": site.url("/"),
+        "~/behaviors/behaviors.js": str(behaviours / "behaviors.js"),
+        "~/behaviors/my-site.js": str(behaviours / "my-site.js"),
+    }
+    out = await run_documented(doc, SCRIPTS_LINE, tmp_path / "run", replace)
+    loaded = {event["url"]: event for event in events(out, "browser-page")}
+    ran = loaded[site.url("/custom.html")]["behaviors"]["script"]
+    assert "bundle run with siteSpecific true and 1 loaded" in ran["notes"], ran
+    requested = collections.Counter(site.requested())
+    assert requested["GET /from-bundle.html"] == 1

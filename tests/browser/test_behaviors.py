@@ -90,6 +90,23 @@ async def test_autoclick_reveals_tabs_panels_details_and_inserted_links(
     assert not [r for r in requested if r.removeprefix("GET ") in leaving]
 
 
+async def test_a_click_selector_adds_what_autoclick_would_not_click(
+    load: Load, site: BehaveSite
+) -> None:
+    """``.read-more`` is a plain span: autoclick leaves it alone unless ``--click-selector``
+    names it; an invalid selector is noted, not fatal."""
+    without = await load("/tabs.html", behaviors=("autoclick",))
+    assert "GET /api/read-more.json" not in site.requested()
+    assert "for those who read on" not in without.text
+    result = await load(
+        "/tabs.html", behaviors=("autoclick",), click_selectors=(".read-more", "!!nope")
+    )
+    assert site.requested().count("GET /api/read-more.json") == 1
+    assert "for those who read on" in result.text
+    notes = report(result, "autoclick").notes
+    assert notes == ["--click-selector '!!nope' is not a valid CSS selector"], notes
+
+
 async def test_load_more_is_clicked_until_the_list_ends(load: Load, site: BehaveSite) -> None:
     result = await load("/feed.html", behaviors=("autoclick",))
     pages = [f"GET /api/feed?page={n}" for n in range(1, FEED_PAGES + 1)]

@@ -17,7 +17,8 @@ body). What it serves:
   ``/guarded.html`` (a navigation the page's guard must stop and queue), another one a link to
   ``/new-window.html`` in a new window (``target="_blank"``); a ``role="button"``
   whose handler sets ``location.href`` to ``/scripted.html`` (a script navigation the tab must
-  not follow);
+  not follow); a ``<span class="read-more">`` (no role: only ``--click-selector`` clicks it)
+  that fetches ``/api/read-more.json``;
 - ``/media.html``: a video whose ``src`` is set only when it plays (``/media/lazy.mp4``), a
   video with a ``<source>`` list the browser picks ``/media/clip.mp4`` from (the other source's
   type is unplayable: ``/media/clip.unplayable`` is never asked for), and an audio element
@@ -117,6 +118,7 @@ height="64" alt="a photo"></details>
 <p><button type="button" id="open-link">Open the guide</button></p>
 <p><button type="button" id="open-window">Open the map in a new window</button></p>
 <p><span role="button" tabindex="0" id="continue">Continue</span></p>
+<p><span class="read-more" data-more="/api/read-more.json">Read on</span></p>
 <script>
 const panel = document.getElementById("tabpanel");
 for (const tab of document.querySelectorAll('[role="tab"]')) {
@@ -160,6 +162,10 @@ document.getElementById("open-window").addEventListener("click", () => {
   document.body.append(link);
   link.click();
   link.remove();
+});
+document.querySelector(".read-more").addEventListener("click", async (event) => {
+  const data = await (await fetch(event.target.dataset.more)).json();
+  event.target.textContent = data.text;
 });
 document.getElementById("continue").addEventListener("click", () => {
   location.href = "/scripted.html";
@@ -474,6 +480,8 @@ class BehaveSite:
         if path.startswith("/api/secret/") and path.endswith(".json"):
             secret = path.removeprefix("/api/secret/").removesuffix(".json")
             return _json({"text": f"secret number {secret}"})
+        if path == "/api/read-more.json":
+            return _json({"text": "The rest of the story, for those who read on."})
         if path in ("/api/left", "/api/until-left"):
             return _json({"left": path == "/api/left"})
         if path == "/api/consent" and request.method == "POST":
