@@ -28,6 +28,7 @@ import pytest
 from archiver.browser.exchange import BrowserRequest, BrowserResponse, Refusal
 from archiver.browser.pool import BrowserConfig, BrowserPool
 from archiver.commands import verify
+from archiver.commands.report import write_report
 from tests.browser.test_behaviors import BUNDLE_LIKE
 from tests.browser.test_browser_crawl import (
     assert_no_chromium_anywhere,
@@ -188,6 +189,9 @@ async def test_what_behaviours_reveal_is_captured_exactly_once(
     assert browser["behavior_bounds"] == {}
     assert set(browser["behaviors"]) == {*EVERY_BEHAVIOR, "script"}
     assert browser["failed"] == 0
+    html = write_report(out, out / "report.html").read_text()
+    for row in ("pages each behaviour ran on", "URLs the behaviours found", "hash routes"):
+        assert row in html, row
 
 
 async def test_an_endless_list_and_a_page_that_keeps_leaving_end_at_their_bounds(
@@ -226,6 +230,45 @@ async def test_an_endless_list_and_a_page_that_keeps_leaving_end_at_their_bounds
     assert requested["GET /item-after-leave.html"] == 1
     assert pages(out)[site.url("/leave.html")] == "Stayed"
     assert result.summary["failures"] == {}
+
+
+async def test_a_static_crawl_keeps_dropping_fragments(tmp_path: Path, site: BehaveSite) -> None:
+    """Without a browser nothing renders a route: the routes stay collapsed into their
+    document, as before, and no URL with a fragment is queued."""
+    out = tmp_path / "out"
+    result = await run_crawl(out, site.url("/app/"))
+    assert result.status == "completed", result.reason
+    assert [url for url in pages(out) if "#" in url] == []
+    assert not [r for r in site.requested() if "/content/route-" in r]
+    assert "browser" not in result.summary
+
+
+@pytest.mark.parametrize(
+    ("options", "message"),
+    [
+        (["--browser", "auto", "--behavior-script", "missing.js"], "--behavior-script"),
+        (["--behavior-script", "reveal.js"], "--behavior-script: works only with --browser"),
+        (["--browser", "all", "--click-selector", ".more"], "works only with autoclick"),
+        (["--browser", "all", "--behaviors", "autoclick,dance"], "--behaviors"),
+        (["--browser", "all", "--screenshots", "view,panorama"], "--screenshots"),
+    ],
+    ids=["missing-script", "script-without-browser", "selector-without-autoclick",
+         "unknown-behaviour", "unknown-screenshot"],
+)  # fmt: skip
+def test_behaviour_options_that_cannot_work_are_one_line_usage_errors(
+    tmp_path: Path, options: list[str], message: str
+) -> None:
+    (tmp_path / "reveal.js").write_text(CUSTOM_BEHAVIOR)
+    out = tmp_path / "out"
+    done = subprocess.run(
+        [sys.executable, "-m", "archiver", "crawl", "http://127.0.0.1:9/", "--output", str(out),
+         *options],
+        cwd=tmp_path, capture_output=True, text=True, timeout=120, check=False,
+    )  # fmt: skip
+    assert done.returncode == 2, done.stderr
+    lines = done.stderr.strip().splitlines()
+    assert len(lines) == 1 and message in lines[0], done.stderr
+    assert not out.exists()
 
 
 class Forwarder:
