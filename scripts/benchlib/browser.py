@@ -9,6 +9,11 @@ to five other pages, an image) and renders it. A static crawl sees the home page
 script; a browser crawl reaches every page. Figures: pages (documents captured), URLs (every
 capture), pages/s, CPU seconds per page, peak RSS of the process tree, and how many of the
 browser's requests were answered from records (the shared script, style, font and images).
+
+``auto`` and ``all`` run the default behaviours (``consent,autoscroll,autoplay``); beside them,
+in the same run, ``all`` with ``autoscroll`` alone (the default before the other behaviours
+existed) and with every behaviour (``autoclick`` and ``search`` too), so that what the
+behaviours cost is measured against the same site, machine and load.
 """
 
 from __future__ import annotations
@@ -115,7 +120,28 @@ def generate(out: Path, pages: int, seed: int = 7) -> None:
     (out / ".complete").write_text("")
 
 
-MODES = ("static", "auto", "all")
+MODES = ("static", "auto", "all", "all-autoscroll", "all-every")
+#: The arguments of each mode beyond the common ones.
+MODE_ARGS = {
+    "static": [],
+    "auto": ["--browser", "auto"],
+    "all": ["--browser", "all"],
+    "all-autoscroll": ["--browser", "all", "--behaviors", "autoscroll"],
+    "all-every": [
+        "--browser",
+        "all",
+        "--behaviors",
+        "consent,autoscroll,autoclick,autoplay,search",
+    ],
+}
+#: How each mode is named in the report.
+MODE_NAMES = {
+    "static": "static (`--browser off`)",
+    "auto": "`--browser auto` (default behaviours)",
+    "all": "`--browser all` (default behaviours)",
+    "all-autoscroll": "`--browser all --behaviors autoscroll` (the former default)",
+    "all-every": "`--browser all`, every behaviour",
+}
 
 
 def run(
@@ -129,7 +155,8 @@ def run(
     workers = tabs * 2
     out(
         f"== browser: a client-rendered site of {pages} pages; archiver static, --browser auto and "
-        f"--browser all ({tabs} tabs, {workers} workers, politeness off); {rounds} round(s)"
+        f"--browser all, all with autoscroll alone and with every behaviour ({tabs} tabs, "
+        f"{workers} workers, politeness off); {rounds} round(s)"
     )
     results: dict[str, list[dict[str, Any]]] = {mode: [] for mode in MODES}
     with Nginx(work / "nginx", [Site("spa", site_dir)]) as nginx:
@@ -137,7 +164,9 @@ def run(
         for round_no in range(1, rounds + 1):
             for mode in MODES:
                 rundir = work / f"{mode}-{round_no}"
-                extra = [] if mode == "static" else ["--browser", mode, "--browser-tabs", str(tabs)]
+                extra = MODE_ARGS[mode] + (
+                    [] if mode == "static" else ["--browser-tabs", str(tabs)]
+                )
                 row = peers.run_archiver(
                     seed, rundir, workers=workers, frontier_args=["--frontier", "sqlite"],
                     extra_args=extra, timeout=3600,
@@ -151,7 +180,7 @@ def run(
                 }
                 results[mode].append(result)
                 out(
-                    f"   round {round_no} {mode:>6}: {result['pages']} pages, {row.urls} URLs, "
+                    f"   round {round_no} {mode:>14}: {result['pages']} pages, {row.urls} URLs, "
                     f"{row.m.wall_s:.1f} s wall, {row.m.cpu_s:.1f} s CPU, "
                     f"{row.m.peak_rss_kb / 1024:.0f} MB peak RSS"
                 )
@@ -194,7 +223,7 @@ def format_report(r: dict[str, Any]) -> str:
         wall = _med(rows, lambda x: x["wall_s"])
         cpu = _med(rows, lambda x: x["cpu_s"])
         lines.append(
-            f"| {mode} | {pages:.0f} | {_med(rows, lambda x: x['urls']):.0f} | {wall:.1f} "
+            f"| {MODE_NAMES[mode]} | {pages:.0f} | {_med(rows, lambda x: x['urls']):.0f} | {wall:.1f} "
             f"| {pages / wall if wall else 0:.2f} | {cpu:.1f} | {cpu / pages if pages else 0:.3f} "
             f"| {_med(rows, lambda x: x['peak_rss_kb']) / 1024:.0f} "
             f"| {_med(rows, lambda x: x['browser'].get('requests', 0)):.0f} "
