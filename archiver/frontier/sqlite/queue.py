@@ -1,49 +1,42 @@
-"""The SQLite frontier: the joinable queue of :mod:`archiver.frontier.base`, on disk, resumable.
+"""The SQLite frontier's queue: the :class:`~archiver.frontier.base.CrawlQueue` on disk.
 
 In front of the database sit the in-memory structures the event loop works with: per host a
 window of its oldest queued URLs (refilled from disk in batches when it runs low), the seen-set
-caches (:mod:`~archiver.frontier.sqlite.bloom`), and the dispatch and counters shared with the
-memory frontier (:class:`~archiver.frontier.local.LocalFrontier`). Every change is queued to the
-store thread (:mod:`~archiver.frontier.sqlite.store`) in call order, so a page's links
-(``put_many``) reach the disk before its ``task_done``: a URL is never "done" without its
-children, whatever moment a SIGKILL picks.
+caches (:mod:`~archiver.frontier.sqlite.bloom`), and the dispatch, host politeness and counters
+shared with the memory frontier (:class:`~archiver.frontier.local.LocalFrontier`). Every change
+is queued to the store thread (:mod:`~archiver.frontier.sqlite.store`) in call order, so a
+page's links (``put_many``) reach the disk before its ``task_done``: a URL is never "done"
+without its children, whatever moment a SIGKILL picks. ``task_done`` writes the lease's
+captures into the ledger in the same operation as its outcome.
 """
 
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import itertools
 import time
 from collections import deque
 from collections.abc import Callable, Iterable
 from functools import partial
-from pathlib import Path
 from typing import Any
 
-from archiver.errors import FrontierError
 from archiver.frontier.base import Lease
 from archiver.frontier.local import LocalFrontier
-from archiver.frontier.sqlite.bloom import (
-    BLOOM_CAPACITY,
-    BLOOM_MAX_BYTES,
-    MASK64,
-    Bloom,
-    RecentUrls,
-)
-from archiver.frontier.sqlite.database import (
+from archiver.frontier.sqlite.bloom import MASK64, Bloom, RecentUrls
+from archiver.frontier.sqlite.codec import (
     DONE,
     FAILED,
+    FINAL_STATE,
     IN_FLIGHT,
     QUEUED,
     SKIPPED,
     WAITING,
     WINDOWED,
-    OpenState,
+    refilled_item,
+    url_row,
 )
-from archiver.frontier.sqlite.digests import SqliteCapturedUrls, SqliteDigestIndex
+from archiver.frontier.sqlite.database import OpenState
 from archiver.frontier.sqlite.ops import (
-    CALL,
     HOST,
     INSERT,
     MAYBE,
@@ -53,10 +46,9 @@ from archiver.frontier.sqlite.ops import (
     SET_RETRY,
     SET_STATE,
     UPDATE,
-    StoreStats,
 )
-from archiver.frontier.sqlite.store import COMMIT_INTERVAL, Store
-from archiver.models import CrawlItem, FrontierStats, Outcome, ResumeInfo, TaskResult
+from archiver.frontier.sqlite.store import Store
+from archiver.models import CrawlItem, FrontierStats, Outcome, TaskResult
 from archiver.policy.politeness import HostGate
 from archiver.urls import host_port
 
@@ -67,7 +59,6 @@ MEMORY_ITEMS = 100_000
 #: Recent URLs kept for the cheap "already seen" answer (two generations of this size).
 RECENT_URLS = 65_536
 
-_FINAL_STATE = {Outcome.DONE: DONE, Outcome.FAILED: FAILED, Outcome.SKIPPED: SKIPPED}
 _RETRY = Outcome.RETRY  # a module global: Enum member lookups are slow on Python 3.11
 
 
@@ -86,49 +77,32 @@ class _HostQueue:
         self.spilled = False
 
 
-def _item(row: list[Any]) -> CrawlItem:
-    """A refilled row (id, host, url, tries, redirects_left, depth, hops, via, seq, extra)."""
-    return CrawlItem(row[2], row[4], row[5], row[6], row[7], row[3], row[9])
-
-
-class SqliteFrontier(LocalFrontier):
-    """A frontier in ``path`` (an SQLite database): resumable, bounded memory.
+class SqliteQueue(LocalFrontier):
+    """The queue over ``store``: windows of queued URLs in memory, the rest and every change
+    on disk, in call order.
 
     ``window`` URLs per host and ``memory_items`` over all hosts live in memory;
-    ``recent_urls`` sizes the seen-set cache; ``commit_interval`` is the group-commit period.
-    ``max_pages`` (tests) caps the database size like a full disk would.
+    ``recent_urls`` sizes the seen-set cache; ``wall_clock`` dates retries (they survive a
+    restart, so they are due at a wall-clock time).
     """
-
-    persistent = True
 
     def __init__(
         self,
-        path: Path,
+        store: Store,
         gate: HostGate | None = None,
         *,
         window: int = WINDOW,
         memory_items: int = MEMORY_ITEMS,
         recent_urls: int = RECENT_URLS,
-        commit_interval: float = COMMIT_INTERVAL,
-        bloom_capacity: int = BLOOM_CAPACITY,
-        bloom_max_bytes: int = BLOOM_MAX_BYTES,
-        max_pages: int | None = None,
         wall_clock: Callable[[], float] = time.time,
     ) -> None:
-        self.path = Path(path)
         self.window = max(window, 2)
         self.memory_items = max(memory_items, self.window)
         self._low = max(self.window // 2, 1)
         self._wall = wall_clock
-        self._store = Store(self.path, commit_interval=commit_interval)
-        self._db = self._store.db
-        self._db.max_pages = max_pages
-        self._db.bloom_capacity = bloom_capacity
-        self._db.bloom_max_bytes = bloom_max_bytes
+        self._store = store
         self._recent = RecentUrls(max(recent_urls, 1))
         self._bloom = Bloom(1, max_bytes=64)
-        #: payload digests in the database (for :class:`SqliteDigestIndex`), loaded on open
-        self.digest_filter = Bloom(1, max_bytes=64)
         self._hosts: dict[str, _HostQueue] = {}
         self._hosts_by_id: dict[int, _HostQueue] = {}
         self._host_ids = itertools.count(1)
@@ -137,30 +111,17 @@ class SqliteFrontier(LocalFrontier):
         self._on_disk = 0  #: queued URLs not in any window
         self._waiting = 0  #: retries not yet due
         self._seen = 0
-        self._opened = False
-        self.open_seconds = 0.0
         super().__init__(gate)
 
-    # -- life cycle -------------------------------------------------------------------------
-    async def open(self) -> ResumeInfo:
-        if self._opened:
-            raise FrontierError("the SQLite frontier is already open")
-        self._store.start(asyncio.get_running_loop())
-        try:
-            state: OpenState = await self._store.run(self._db.open, None, commit=True)
-        except BaseException:
-            with contextlib.suppress(FrontierError):
-                await self._store.close()
-            raise
-        self._opened = True
-        self.open_seconds = state.seconds
+    def restore(self, state: OpenState) -> int:
+        """Take up what the database holds (the frontier just opened it); returns how many
+        URLs are queued or waiting for a retry."""
         counts = state.counts
         self.outcomes.count(Outcome.DONE, counts.get(DONE, 0))
         self.outcomes.count(Outcome.FAILED, counts.get(FAILED, 0))
         self.outcomes.count(Outcome.SKIPPED, counts.get(SKIPPED, 0))
         self._seen = sum(counts.values())
         self._bloom = state.seen
-        self.digest_filter = state.digests
         self._seq = itertools.count(state.max_seq + 1)
         for host_id, name in state.hosts:
             hq = _HostQueue(name, host_id)
@@ -180,31 +141,12 @@ class SqliteFrontier(LocalFrontier):
         for hq in self._hosts.values():
             if hq.on_disk:
                 self._refill(hq)
-        notes = [f"opened {self.path.name} in {state.seconds:.2f} s ({self._seen} URLs seen)"]
-        return ResumeInfo(
-            resumed=state.existed,
-            requeued_in_flight=state.requeued_in_flight,
-            queued=queued + len(state.waiting),
-            done=self.outcomes.done,
-            notes=notes,
-        )
-
-    async def close(self) -> None:
-        """Commit what was issued and close the database; leases stay in flight for resume."""
-        await self._store.close()
-
-    async def flush(self) -> None:
-        """Wait until every operation issued so far is committed."""
-        await self._store.run(self._db.noop, None, commit=True)
+        return queued + len(state.waiting)
 
     @property
-    def store(self) -> Store:
-        """The store thread (for the digest index, which queues its operations there too)."""
-        return self._store
-
-    @property
-    def store_stats(self) -> StoreStats:
-        return self._store.stats
+    def seen(self) -> int:
+        """URLs in the seen set."""
+        return self._seen
 
     def _check(self) -> None:
         self._store.check()
@@ -279,7 +221,7 @@ class SqliteFrontier(LocalFrontier):
             return
         got = len(rows)
         if got:
-            hq.window.extend(_item(row) for row in rows)
+            hq.window.extend(refilled_item(row) for row in rows)
             hq.on_disk -= got
             self._on_disk -= got
             self._in_memory += got
@@ -346,19 +288,8 @@ class SqliteFrontier(LocalFrontier):
         return new
 
     def _row(self, item: CrawlItem, hq: _HostQueue, state: int) -> tuple[Any, ...]:
-        """The ``urls`` table row of a new URL (column order of the INSERT statement)."""
-        return (
-            item.url,
-            hq.id,
-            state,
-            next(self._seq),
-            item.tries,
-            item.redirects_left,
-            item.depth,
-            item.hops,
-            item.via,
-            item.extra,
-        )
+        """The ``urls`` table row of a new URL."""
+        return url_row(item, hq.id, state, next(self._seq))
 
     async def _put_maybe(self, maybe: list[tuple[int, CrawlItem]]) -> list[tuple[int, CrawlItem]]:
         """Ask the database about URLs the Bloom filter could not rule out (exact)."""
@@ -424,7 +355,7 @@ class SqliteFrontier(LocalFrontier):
                 )
             else:
                 columns = SET_FINISH
-                values = (_FINAL_STATE[result.outcome], result.status, result.reason)
+                values = (FINAL_STATE[result.outcome], result.status, result.reason)
             store.submit(UPDATE, (item.url, columns, values, captures))
         finally:
             if retry:
@@ -439,43 +370,19 @@ class SqliteFrontier(LocalFrontier):
             hosts=len(self._hosts),
         )
 
-    # -- resume -----------------------------------------------------------------------------
-    async def committed_captures(self, filename: str) -> set[tuple[int, int]]:
-        self._store.check()
-        result: set[tuple[int, int]] = await self._store.run(self._db.committed, filename)
-        return result
-
-    async def uncommit_captures(self, filename: str, offset: int) -> int:
-        self._store.check()
-        loop = asyncio.get_running_loop()
-        answered: asyncio.Future[int] = loop.create_future()
-
-        def on_result(found: Any, error: BaseException | None) -> None:
-            total = 0
-            if error is None:
-                for host_id, by_state in found.items():
-                    hq = self._hosts_by_id[host_id]
-                    count = sum(by_state.values())
-                    total += count
-                    self.outcomes.count(Outcome.DONE, -by_state.get(DONE, 0))
-                    self.outcomes.count(Outcome.FAILED, -by_state.get(FAILED, 0))
-                    self.outcomes.count(Outcome.SKIPPED, -by_state.get(SKIPPED, 0))
-                    self.scheduler.added(count)
-                    self._spill(hq, count)
-            if not answered.done():
-                if error is not None:
-                    answered.set_exception(error)
-                else:
-                    answered.set_result(total)
-
-        self._store.submit(CALL, (self._db.uncommit, (filename, offset)), on_result, commit=True)
-        return await asyncio.shield(answered)
-
-    # -- payload digests, captured URLs ----------------------------------------------------
-    def digest_index(self) -> SqliteDigestIndex:
-        """The crawl's payload digests, in this frontier's database (valid once it is open)."""
-        return SqliteDigestIndex(self)
-
-    def captured_urls(self) -> SqliteCapturedUrls:
-        """The URLs the crawl captured, in this frontier's database (valid once it is open)."""
-        return SqliteCapturedUrls(self._store)
+    # -- the ledger's re-queued URLs ---------------------------------------------------------
+    def requeue_uncommitted(self, found: dict[int, dict[int, int]]) -> int:
+        """URLs the ledger put back in the queue on disk (``{host id: {previous state:
+        count}}``, from ``Database.uncommit``): their outcomes are taken back and they count
+        towards join again. Returns how many."""
+        total = 0
+        for host_id, by_state in found.items():
+            hq = self._hosts_by_id[host_id]
+            count = sum(by_state.values())
+            total += count
+            self.outcomes.count(Outcome.DONE, -by_state.get(DONE, 0))
+            self.outcomes.count(Outcome.FAILED, -by_state.get(FAILED, 0))
+            self.outcomes.count(Outcome.SKIPPED, -by_state.get(SKIPPED, 0))
+            self.scheduler.added(count)
+            self._spill(hq, count)
+        return total
