@@ -29,7 +29,6 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import re
 from collections.abc import Awaitable, Callable, Iterator
 from dataclasses import dataclass, field
 
@@ -43,6 +42,7 @@ from archiver.dedup.captured import response_parts
 from archiver.errors import BlockedAddressError, FetchError
 from archiver.extract.decoding import ContentDecodingError, decode_content
 from archiver.extract.links import HTML_TYPES, MAX_DECODED
+from archiver.httphead import parse_status_line, start_line
 from archiver.models import CrawlItem, Exchange, Hop, TaskResult, WrittenCapture
 from archiver.policy.sitemaps import is_sitemap
 from archiver.run.discovery import Discovery
@@ -71,7 +71,6 @@ _OWN_FIELDS = frozenset(
         "proxy-connection",
     }
 )
-_STATUS_LINE = re.compile(rb"HTTP/\d\.\d[ \t]+\d{3}[ \t]?([^\r\n]*)")
 #: Responses larger than this are read from the spool in a thread, not in the event loop.
 IN_LOOP_BODY = 1024 * 1024
 
@@ -403,8 +402,8 @@ async def _browser_answer(ex: Exchange, max_body: int) -> BrowserResponse | None
         if parts is None:
             return None
         body = parts[3]
-    match = _STATUS_LINE.match(ex.response.head(512))
-    reason = match.group(1).decode("latin-1").strip() if match else ""
+    status_line = parse_status_line(start_line(ex.response.head(512)))
+    reason = status_line.reason.decode("latin-1").strip() if status_line else ""
     return BrowserResponse(ex.status, ex.headers, body, reason)
 
 
