@@ -40,6 +40,7 @@ from rich.table import Table
 from rich.text import Text
 
 from archiver.run.stats import human_bytes
+from archiver.timefmt import rfc3339_millis_at
 
 if TYPE_CHECKING:
     from archiver.config.settings import Settings
@@ -97,8 +98,7 @@ def human_duration(seconds: float) -> str:
 
 
 def _iso_now() -> str:
-    now = time.time()
-    return time.strftime("%Y-%m-%dT%H:%M:%S", time.gmtime(now)) + f".{int(now % 1 * 1000):03d}Z"
+    return rfc3339_millis_at(time.time())
 
 
 def stats_line(snapshot: Mapping[str, Any], *, now: str | None = None) -> str:

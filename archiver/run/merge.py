@@ -13,10 +13,11 @@ from __future__ import annotations
 
 import heapq
 import json
-import time
 from collections import Counter
 from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
+
+from archiver.timefmt import rfc3339_at
 
 #: Counters of a snapshot or a summary that add up across processes.
 SUMMED = (
@@ -156,7 +157,7 @@ def merge_summaries(
     summaries = [part for _, part in parts]
     duration = max(duration, 1e-9)
     merged: dict[str, Any] = {
-        "started": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime(started)),
+        "started": rfc3339_at(started),
         "duration_seconds": round(duration, 3),
     }
     for key in SUMMED:

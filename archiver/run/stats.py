@@ -13,6 +13,8 @@ from collections import Counter
 from dataclasses import dataclass, field
 from typing import Any
 
+from archiver.timefmt import rfc3339_at
+
 MAX_TABLE = 10_000
 MAX_SERIES = 86_400 * 2
 LARGEST_KEPT = 25
@@ -139,7 +141,7 @@ class CrawlStats:
     def summary(self) -> dict[str, Any]:
         elapsed = max(self.elapsed, 1e-9)
         return {
-            "started": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime(self.started)),
+            "started": rfc3339_at(self.started),
             "duration_seconds": round(self.elapsed, 3),
             "captures": self.captures,
             "pages": self.pages,
