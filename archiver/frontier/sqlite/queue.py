@@ -269,7 +269,7 @@ class SqliteQueue(LocalFrontier):
             else:
                 state = QUEUED
                 self._spill(hq, 1)
-            rows.append(self._row(item, hq, state))
+            rows.append(url_row(item, hq.id, state, next(self._seq)))
             positions.append(len(new) + len(maybe))
             new.append(item)
         if rows:
@@ -287,10 +287,6 @@ class SqliteQueue(LocalFrontier):
         await store.backpressure()
         return new
 
-    def _row(self, item: CrawlItem, hq: _HostQueue, state: int) -> tuple[Any, ...]:
-        """The ``urls`` table row of a new URL."""
-        return url_row(item, hq.id, state, next(self._seq))
-
     async def _put_maybe(self, maybe: list[tuple[int, CrawlItem]]) -> list[tuple[int, CrawlItem]]:
         """Ask the database about URLs the Bloom filter could not rule out (exact)."""
         rows = []
@@ -298,7 +294,8 @@ class SqliteQueue(LocalFrontier):
         for _, item in maybe:
             hq = self._host(host_port(item.url))
             hosts.append(hq)
-            rows.append(self._row(item, hq, WINDOWED if self._room(hq) else QUEUED))
+            state = WINDOWED if self._room(hq) else QUEUED
+            rows.append(url_row(item, hq.id, state, next(self._seq)))
         # Pending lookups count towards join until answered: nothing joins under a put.
         self.scheduler.added(len(rows))
         loop = asyncio.get_running_loop()
