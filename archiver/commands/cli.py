@@ -24,18 +24,19 @@ from archiver.commands.progress import Display
 from archiver.config.assemble import software_string
 from archiver.config.settings import Settings, load_settings, option_name, setting_fields
 from archiver.errors import ArchiverError, LockedError, SettingsError
+from archiver.processes.keeper import die_with_parent
+from archiver.processes.supervisor import CHILD_COMMAND, Supervisor, read_child_message
 from archiver.run.crawler import (
     EXIT_FAILED,
     EXIT_INTERRUPTED,
     EXIT_LOCKED,
     EXIT_OK,
     EXIT_USAGE,
+    CrawlControl,
     Crawler,
     CrawlResult,
 )
-from archiver.run.keeper import die_with_parent
-from archiver.run.stats import human_bytes
-from archiver.run.supervisor import CHILD_COMMAND, Supervisor, read_child_message
+from archiver.run.stats import Summary, human_bytes
 from archiver.version import __version__
 
 PROG = "archiver"
@@ -327,7 +328,7 @@ async def _run_crawl(settings: Settings, display: Display) -> CrawlResult:
 
 
 async def _run_crawler(settings: Settings, display: Display) -> CrawlResult:
-    crawler: Crawler | Supervisor
+    crawler: CrawlControl
     if settings.processes > 1:
         crawler = Supervisor(settings, console=display.log_stream)
     else:
@@ -337,7 +338,7 @@ async def _run_crawler(settings: Settings, display: Display) -> CrawlResult:
     return await _run_with_signals(crawler, display)
 
 
-async def _run_with_signals(crawler: Crawler | Supervisor, display: Display) -> CrawlResult:
+async def _run_with_signals(crawler: CrawlControl, display: Display) -> CrawlResult:
     """Run ``crawler`` with the progress display; SIGINT and SIGTERM stop it (the first
     gracefully, the second at once)."""
     loop = asyncio.get_running_loop()
@@ -373,7 +374,7 @@ async def _run_with_signals(crawler: Crawler | Supervisor, display: Display) -> 
             loop.remove_signal_handler(sig)
 
 
-def _status_server(crawler: Crawler | Supervisor, settings: Settings) -> Any:
+def _status_server(crawler: CrawlControl, settings: Settings) -> Any:
     """The status endpoint's server while the crawl runs (``--status-port``), or nothing; the
     endpoint's modules (prometheus-client, aiohttp.web) are loaded only when asked for."""
     if settings.status_port is None:
@@ -399,14 +400,14 @@ def _run(coro: Any) -> Any:
 
 def final_line(result: CrawlResult) -> str:
     """The one line ``--quiet`` prints: how the crawl ended, what it wrote, where."""
-    s = result.summary
     reason = f" ({result.reason})" if result.reason else ""
-    counts = (
-        f": {s.get('captures', 0)} captures, {human_bytes(s.get('bytes_written', 0))} of WARC "
-        f"in {s.get('duration_seconds', 0):.1f} s"
-        if s
-        else ""
-    )
+    counts = ""
+    if result.summary:
+        s = Summary.from_json(result.summary)
+        counts = (
+            f": {s.captures} captures, {human_bytes(s.bytes_written)} of WARC "
+            f"in {s.duration_seconds:.1f} s"
+        )
     return f"archiver: {result.status}{reason}{counts} -> {result.output}"
 
 
@@ -423,7 +424,7 @@ def cmd_crawl(args: argparse.Namespace) -> int:
 
 def crawl_process(argv: Sequence[str]) -> int:
     """``archiver crawl-process --parent PID``: one crawler process of ``--processes N``,
-    started by its supervisor (:mod:`archiver.run.supervisor`), never by hand.
+    started by its supervisor (:mod:`archiver.processes.supervisor`), never by hand.
 
     Its settings and name come on standard input, which then stays open: EOF means the
     supervisor is gone. The kernel also sends SIGTERM then (prctl(2) ``PR_SET_PDEATHSIG``, set

@@ -46,6 +46,7 @@ from archiver.run.output import (
     write_status,
 )
 from archiver.run.resume import close_abandoned
+from archiver.run.stats import Summary
 from archiver.run.wiring import Run, Stages
 from archiver.version import __version__
 from archiver.warc.naming import warc_files
@@ -179,11 +180,10 @@ async def finish(
         wacz_error = await _package(run, stages)
     summary = crawl_summary(run, stages, status, reason)
     if wacz_error is not None:
-        summary["wacz_error"] = wacz_error
+        summary = dataclasses.replace(summary, wacz_error=wacz_error)
     with contextlib.suppress(OSError):
-        write_json_atomic(run.layout.summary, summary)
-    ended = ("captures", "pages", "bytes_written", "duration_seconds")
-    stages.log.info("crawl-end", status=status, reason=reason, **{k: summary[k] for k in ended})
+        write_json_atomic(run.layout.summary, summary.to_json())
+    log_end(stages.log, summary)
     stages.crawl_log.close()
     return status, reason
 
@@ -230,8 +230,8 @@ async def _close_stages(stages: Stages) -> None:
         await stages.dedup.close()
     if stages.previous is not None:
         await stages.previous.close()  # idempotent; also when the run stopped before wrapping
-    if stages.pages_file is not None:
-        stages.pages_file.close()
+    if stages.pages is not None:
+        stages.pages.close()
 
 
 def save_cookies(run: Run, stages: Stages) -> None:
@@ -322,25 +322,38 @@ async def _package(run: Run, stages: Stages) -> str | None:
 # ------------------------------------------------------------------------------ what is left
 
 
-def crawl_summary(run: Run, stages: Stages, status: str, reason: str | None) -> dict[str, Any]:
+def log_end(log: Any, summary: Summary) -> None:
+    """The log's last event: how the run ended, and its main figures."""
+    log.info(
+        "crawl-end",
+        status=summary.status,
+        reason=summary.reason,
+        captures=summary.captures,
+        pages=summary.pages,
+        bytes_written=summary.bytes_written,
+        duration_seconds=summary.duration_seconds,
+    )
+
+
+def crawl_summary(run: Run, stages: Stages, status: str, reason: str | None) -> Summary:
     """summary.json: the counters, how the run ended, and what it wrote."""
     layout, previous = run.layout, stages.previous
-    summary = run.stats.summary()
     frontier_stats = stages.frontier.statistics() if stages.frontier is not None else None
-    summary.update(
+    return dataclasses.replace(
+        Summary.counted(run.stats),
         status=status,
         reason=reason,
         output=str(layout.root),
         resumed=run.resumed,
-        seeds=list(run.seeds),
-        warc_files=[str(p.relative_to(layout.root)) for p in warc_files(layout.warcs)],
+        seeds=run.seeds,
+        warc_files=tuple(str(p.relative_to(layout.root)) for p in warc_files(layout.warcs)),
         index=str(layout.index.relative_to(layout.root)),
         wacz=layout.wacz.name if layout.wacz.exists() else None,
         # what later runs deduplicating against this one inherit originals through, and
         # the earlier WARC files this run's revisits need for replay
-        dedup_sources=previous.source_paths() if previous is not None else [],
-        depends_on=previous.depends_on() if previous is not None else [],
-        traps=stages.scope.trap_summary() if stages.scope is not None else [],
+        dedup_sources=tuple(previous.source_paths()) if previous is not None else (),
+        depends_on=tuple(previous.depends_on()) if previous is not None else (),
+        traps=tuple(stages.scope.trap_summary()) if stages.scope is not None else (),
         robots=(
             dataclasses.asdict(stages.robots.statistics()) if stages.robots is not None else None
         ),
@@ -358,7 +371,6 @@ def crawl_summary(run: Run, stages: Stages, status: str, reason: str | None) -> 
         ),
         version=__version__,
     )
-    return summary
 
 
 def crawl_result(
@@ -518,6 +530,7 @@ __all__ = [
     "error_status",
     "finish",
     "index_paths",
+    "log_end",
     "merge_index",
     "package_crawl",
     "seal_committed",
