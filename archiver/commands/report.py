@@ -31,6 +31,7 @@ from typing import Any
 
 from archiver.errors import ArchiverError
 from archiver.run.stats import BrowserSummary, Summary, human_bytes
+from archiver.timefmt import readable_utc_at
 from archiver.version import __version__
 from archiver.warc.reader import read_prefix_at
 
@@ -415,7 +416,7 @@ def render(crawl_dir: Path, summary: Summary, log: LogFindings | None) -> str:
 
     seeds_text = ", ".join(seeds) if seeds else "(no seeds recorded)"
     runs = f" · {log.runs} runs (resumed)" if log is not None and log.runs > 1 else ""
-    generated = time.strftime("%Y-%m-%d %H:%M:%S UTC", time.gmtime())
+    generated = readable_utc_at(time.time())
     return f"""<!DOCTYPE html>
 <html lang="en"><head><meta charset="utf-8">
 <meta http-equiv="Content-Security-Policy" content="{CSP}">

@@ -16,13 +16,13 @@ from __future__ import annotations
 
 import dataclasses
 import heapq
-import time
 from collections import Counter
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, TypeVar
 
 from archiver.pipeline.counters import BrowserCounters, CrawlStats
+from archiver.timefmt import rfc3339_at
 
 #: name -> count: by status class, MIME type, host; failures and skips by reason
 Table = Mapping[str, int]
@@ -295,7 +295,7 @@ class Summary:
         elapsed = stats.elapsed
         rate_time = max(elapsed, 1e-9)
         return cls(
-            started=time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime(stats.started)),
+            started=rfc3339_at(stats.started),
             duration_seconds=round(elapsed, 3),
             captures=stats.captures,
             pages=stats.pages,
@@ -372,7 +372,7 @@ class Summary:
         )
         by_status = _added(s.by_status for s in summaries)
         return cls(
-            started=time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime(started)),
+            started=rfc3339_at(started),
             duration_seconds=round(rate_time, 3),
             captures=captures,
             pages=pages,
