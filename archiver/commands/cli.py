@@ -253,6 +253,10 @@ def build_parser() -> argparse.ArgumentParser:
         ),
     )
 
+    from archiver.commands.qa import add_parser as add_qa  # noqa: PLC0415
+
+    add_qa(sub)
+
     sample = sub.add_parser(
         "serve-sample",
         help="serve a small local sample site to try a crawl on",
@@ -517,6 +521,12 @@ def cmd_replay(args: argparse.Namespace) -> int:
     return replay.serve(Path(args.path), args.port, pywb=pywb)
 
 
+def cmd_qa(args: argparse.Namespace) -> int:
+    from archiver.commands import qa  # noqa: PLC0415
+
+    return qa.cmd_qa(args)
+
+
 def cmd_serve_sample(args: argparse.Namespace) -> int:
     from archiver.commands import sample  # noqa: PLC0415
 
@@ -543,6 +553,7 @@ COMMANDS = {
     "report": cmd_report,
     "wacz": cmd_wacz,
     "replay": cmd_replay,
+    "qa": cmd_qa,
     "serve-sample": cmd_serve_sample,
     "ignore": cmd_ignore,
     "version": cmd_version,

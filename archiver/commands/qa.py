@@ -1,0 +1,133 @@
+"""``archiver qa DIR``: replay each page of a crawl from its archive in Chromium and say what
+is missing (:mod:`archiver.qa`); one line per page while it runs, the totals at the end."""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import sys
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, TextIO
+
+from archiver.run.crawler import EXIT_FAILED, EXIT_OK
+
+if TYPE_CHECKING:  # the check's modules load the browser stage: only when a check runs
+    from archiver.qa.options import QaOptions
+    from archiver.qa.run import QaResult
+
+
+def add_parser(sub: Any) -> None:
+    """The ``qa`` subcommand's options."""
+    qa = sub.add_parser(
+        "qa",
+        help="replay every page of a crawl from its archive and name what is missing",
+        description=(
+            "Load each page of the crawl (pages.jsonl; all, a sample or the ones named) in "
+            "headless Chromium with every request answered only from the crawl's own WARC "
+            "records, as pywb looks them up (nothing reaches the network); scroll it, follow "
+            "links in the page, and record every request the archive could not answer, those "
+            "it answered with another capture (pywb's fuzzy matching), console errors, the "
+            "text and a full-page screenshot, scored against what the crawl saw. Writes "
+            "DIR/qa.jsonl (one line per page), DIR/qa/ (screenshots) and the totals in "
+            "DIR/summary.json; archiver report DIR shows them. A stopped check resumes."
+        ),
+    )
+    qa.add_argument("path", metavar="DIR", help="crawl directory")
+    qa.add_argument(
+        "--browser-tabs", type=int, default=2, metavar="N", help="pages at once (default: 2)"
+    )
+    qa.add_argument(
+        "--page-timeout",
+        type=float,
+        default=45.0,
+        metavar="SECONDS",
+        help="the most one page may take, its links followed included (default: 45)",
+    )
+    qa.add_argument(
+        "--sample",
+        type=int,
+        default=None,
+        metavar="N",
+        help="check N pages chosen at random, the same ones on every run (default: all)",
+    )
+    qa.add_argument(
+        "--url",
+        action="append",
+        default=[],
+        metavar="URL",
+        help="check this page only (repeatable)",
+    )
+    qa.add_argument(
+        "--follow-links",
+        type=int,
+        default=3,
+        metavar="N",
+        help="links clicked in each replayed page, the page's router running (default: 3)",
+    )
+    qa.add_argument(
+        "--live",
+        action="store_true",
+        help="compare pages the crawl has no rendering of with the live site (default: off)",
+    )
+    qa.add_argument("--chromium", metavar="PATH", default=None, help="the Chromium to use")
+    qa.add_argument("--fresh", action="store_true", help="check every page again (default: resume)")
+    qa.add_argument(
+        "--fail-on-miss",
+        action="store_true",
+        help="exit 1 when a page stays incomplete or failed (for scheduled runs; default: 0)",
+    )
+
+
+def options_from(args: argparse.Namespace) -> QaOptions:
+    from archiver.qa.options import QaOptions  # noqa: PLC0415
+
+    return QaOptions(
+        tabs=args.browser_tabs,
+        page_timeout=args.page_timeout,
+        sample=args.sample,
+        urls=tuple(args.url),
+        follow_links=args.follow_links,
+        live=args.live,
+        fresh=args.fresh,
+        chromium=args.chromium,
+    )
+
+
+def page_text(line: dict[str, Any]) -> str:
+    """One line of progress for a page checked."""
+    misses = len(line.get("misses", []))
+    scores = []
+    if line.get("text_similarity") is not None:
+        scores.append(f"text {line['text_similarity']:.2f}")
+    if line.get("screenshot_similarity") is not None:
+        scores.append(f"screenshot {line['screenshot_similarity']:.2f}")
+    extra = f" ({', '.join(scores)})" if scores else ""
+    return f"  {line['status']:<12} {misses:>3} missing  {line['url']}{extra}"
+
+
+def summary_text(result: QaResult) -> str:
+    t = result.totals
+    return (
+        f"archiver qa: {t['pages']} pages: {t['complete']} complete, {t['incomplete']} "
+        f"incomplete, {t['unreplayable']} unreplayable, {t['failed']} failed; "
+        f"{t['missing_urls']} URLs missing, {t['fuzzy_urls']} served by fuzzy matching "
+        f"({result.checked_now} checked now; details in {result.lines})"
+    )
+
+
+def cmd_qa(args: argparse.Namespace, out: TextIO = sys.stdout) -> int:
+    from archiver.qa.run import QaRun  # noqa: PLC0415
+
+    def show(line: dict[str, Any]) -> None:
+        out.write(page_text(line) + "\n")
+        out.flush()
+
+    run = QaRun(Path(args.path), options_from(args), on_page=show)
+    result = asyncio.run(run.run())
+    out.write(summary_text(result) + "\n")
+    if args.fail_on_miss and result.incomplete:
+        return EXIT_FAILED
+    return EXIT_OK
+
+
+__all__ = ["add_parser", "cmd_qa"]

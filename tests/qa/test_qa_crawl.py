@@ -1,0 +1,190 @@
+"""``archiver qa`` on crawls of a site built to be hard to replay (:mod:`tests.support.hard_site`).
+
+The judge is a live load: each page loaded from the site itself in Chromium, scrolled and its
+links followed in the page exactly as the check does, every request it made listed. What the
+check names as missing must be exactly what that live load asked for and the crawl's index does
+not hold (no false miss, none left out); a cache-busting timestamp compares without its value,
+since every load makes a new one.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import re
+from pathlib import Path
+from typing import Any
+
+import aiohttp
+import pytest
+
+from archiver.browser.navigate import LinkWalk
+from archiver.browser.pool import BrowserConfig, BrowserPool
+from archiver.commands.cli import main
+from archiver.qa.check import browser_own
+from archiver.qa.options import QaOptions
+from archiver.qa.run import QaRun
+from tests.browser.conftest import SiteHandler
+from tests.conftest import run_crawl
+from tests.support.hard_site import HardSite
+
+pytestmark = pytest.mark.usefixtures("chromium_installed")
+
+FOLLOW = 3
+_CACHE_BUST = re.compile(r"([?&])_=\d+")
+
+
+def normal(method: str, url: str) -> str:
+    return method + " " + _CACHE_BUST.sub(r"\1_=T", url)
+
+
+def archived(out: Path) -> set[str]:
+    found = set()
+    for line in (out / "index.cdxj").read_text().splitlines():
+        fields = json.loads(line.split(" ", 2)[2])
+        if fields["url"].startswith("http"):
+            found.add(normal(fields.get("method", "GET"), fields["url"]))
+    return found
+
+
+def qa_lines(out: Path) -> dict[str, dict[str, Any]]:
+    lines = (out / "qa.jsonl").read_text().splitlines()
+    return {line["url"]: line for line in map(json.loads, lines)}
+
+
+async def live_loads(pages: list[str], state: Path) -> dict[str, set[str]]:
+    """What each page asks for when loaded from the live site, its links followed in the page."""
+    asked: dict[str, set[str]] = {}
+    async with (
+        aiohttp.ClientSession(auto_decompress=False) as http,
+        BrowserPool(BrowserConfig(state_dir=state, tabs=1, page_timeout=45)) as pool,
+    ):
+        for page in pages:
+            handler = SiteHandler(http)
+            await pool.load(page, handler, explore=LinkWalk(FOLLOW))
+            asked[page] = {
+                normal(request.method, request.url)
+                for request in handler.log
+                if not browser_own(request)
+            }
+    return asked
+
+
+async def check(out: Path) -> dict[str, dict[str, Any]]:
+    result = await QaRun(out, QaOptions(tabs=2, follow_links=FOLLOW)).run()
+    assert result.totals["pages"] == len(qa_lines(out))
+    return qa_lines(out)
+
+
+async def assert_names_exactly_what_is_lacking(out: Path, tmp_path: Path) -> dict[str, Any]:
+    lines = await check(out)
+    live = await live_loads(sorted(lines), tmp_path / "live-browser")
+    have = archived(out)
+    for url, line in lines.items():
+        named = {normal(miss["method"], miss["url"]) for miss in line["misses"]}
+        assert named == live[url] - have, (url, named ^ (live[url] - have))
+    return lines
+
+
+async def test_a_static_crawl_lacks_what_scripts_ask_for_and_qa_names_it(tmp_path: Path) -> None:
+    out = tmp_path / "static"
+    async with HardSite() as site:
+        result = await run_crawl(out, site.url("/"))
+        assert result.status == "completed", result.reason
+        lines = await assert_names_exactly_what_is_lacking(out, tmp_path)
+        home = {normal(m["method"], m["url"]) for m in lines[site.url("/")]["misses"]}
+        for computed in (
+            "GET " + site.url("/img/dynamic.png"),  # a URL the script builds
+            "GET " + site.url("/fonts/computed.woff2"),
+            "GET " + site.url("/img/card.png"),  # in a <template>, cloned later
+            "GET " + site.url("/api/news.json?_=T"),  # a cache-busting timestamp
+            "POST " + site.url("/api/search"),
+            "GET " + site.url("/api/frame.json"),  # in the iframe
+        ):
+            assert computed in home, (computed, home)
+        app = lines[site.url("/app/")]
+        chunk = [m for m in app["misses"] if m["url"] == site.url("/app/chunks/guide.js")]
+        assert chunk and chunk[0]["navigation"] == site.url("/app/#/guide")
+        assert chunk[0]["initiator"].startswith("script " + site.url("/app/main.js"))
+        live_page = lines[site.url("/live.html")]
+        assert live_page["status"] == "unreplayable"
+        assert live_page["unfixable"][0]["url"] == site.url("/socket").replace("http", "ws")
+        assert lines[site.url("/about.html")]["status"] == "complete"
+    summary = json.loads((out / "summary.json").read_text())
+    assert summary["qa"]["pages"] == 4 and summary["qa"]["complete"] == 1
+    assert summary["captures"] > 0  # the crawl's own summary is kept
+
+
+async def test_an_auto_crawl_lacks_the_chunk_a_click_loads_and_qa_names_it(
+    tmp_path: Path,
+) -> None:
+    """``--browser auto`` loads the application shell in the browser: what its first route
+    asks for is captured, the chunk and the data its router loads on a click are not."""
+    out = tmp_path / "auto"
+    async with HardSite() as site:
+        result = await run_crawl(out, site.url("/"), browser="auto", browser_tabs=2)
+        assert result.status == "completed", result.reason
+        lines = await assert_names_exactly_what_is_lacking(out, tmp_path)
+        app = lines[site.url("/app/")]
+        assert sorted(m["url"] for m in app["misses"]) == [
+            site.url("/app/chunks/guide.js"),
+            site.url("/app/data/guide.json"),
+        ]
+        assert {m["navigation"] for m in app["misses"]} == {site.url("/app/#/guide")}
+        assert [step["link"] for step in app["navigations"]] == [
+            site.url("/app/#/start"),
+            site.url("/app/#/guide"),
+        ]
+
+
+async def test_varying_requests_are_served_by_fuzzy_matching_and_reported_apart(
+    tmp_path: Path,
+) -> None:
+    """With every page loaded in the crawl's browser, the JSON fetched with a cache-busting
+    timestamp and the POST whose body holds the time are in the archive under keys no later
+    load asks for: pywb's fuzzy rule serves them, and the check says so, with the reason."""
+    out = tmp_path / "all"
+    async with HardSite() as site:
+        result = await run_crawl(out, site.url("/"), browser="all", browser_tabs=2)
+        assert result.status == "completed", result.reason
+        lines = await assert_names_exactly_what_is_lacking(out, tmp_path)
+        home = lines[site.url("/")]
+        assert home["misses"] == []
+        fuzzy = {answer["url"].split("?")[0]: answer for answer in home["fuzzy"]}
+        news = fuzzy[site.url("/api/news.json")]
+        assert news["served"].startswith(site.url("/api/news.json?_="))
+        assert news["served"] != news["url"]
+        assert news["reason"] == "the same file (.json) under another query"
+        assert (
+            fuzzy[site.url("/api/search")]["reason"] == "a POST to the same URL with another body"
+        )
+        assert home["status"] == "complete"
+        assert "1 found" in (out / "qa.jsonl").read_text() or home["title"] == "Instruments"
+
+
+async def test_a_check_resumes_and_the_cli_fails_on_misses_when_asked(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    out = tmp_path / "crawl"
+    async with HardSite() as site:
+        assert (await run_crawl(out, site.url("/"))).status == "completed"
+        first = await asyncio.to_thread(
+            main, ["qa", str(out), "--url", site.url("/about.html"), "--follow-links", "0"]
+        )
+        assert first == 0
+        assert list(qa_lines(out)) == [site.url("/about.html")]
+        strict = await asyncio.to_thread(main, ["qa", str(out), "--fail-on-miss"])
+        assert strict == 1  # the home page stays incomplete
+        lines = qa_lines(out)
+        assert len(lines) == 4  # the about page was not checked again
+        assert (out / "qa.jsonl").read_text().count(site.url("/about.html") + '"') == 1
+    printed = capsys.readouterr().out
+    assert "4 pages: 1 complete, 2 incomplete, 1 unreplayable" in printed
+
+
+def test_qa_of_a_directory_without_a_crawl_is_one_line(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    assert main(["qa", str(tmp_path)]) == 1
+    err = capsys.readouterr().err
+    assert err.startswith("archiver qa: error: no index.cdxj in") and err.count("\n") == 1
