@@ -55,7 +55,7 @@ def add_parser(sub: Any) -> None:
         action="append",
         default=[],
         metavar="URL",
-        help="check this page only (repeatable)",
+        help="check this page only (repeatable; default: every page, or --sample)",
     )
     qa.add_argument(
         "--follow-links",

@@ -132,6 +132,7 @@ def test_every_subcommand_has_help(capsys: pytest.CaptureFixture[str]) -> None:
         "crawl",
         "ignore",
         "index",
+        "qa",
         "replay",
         "report",
         "serve-sample",

@@ -178,6 +178,15 @@ async def test_a_check_resumes_and_the_cli_fails_on_misses_when_asked(
         lines = qa_lines(out)
         assert len(lines) == 4  # the about page was not checked again
         assert (out / "qa.jsonl").read_text().count(site.url("/about.html") + '"') == 1
+        assert main(["report", str(out)]) == 0
+        report = (out / "report.html").read_text()
+        section = report[report.index("Replay check (archiver qa)") :]
+        # the worst pages first (most URLs missing), the complete one last
+        order = [section.index(f">{site.url(path)}<") for path in ("/", "/app/", "/about.html")]
+        assert order == sorted(order), order
+        assert f">{site.url('/img/dynamic.png')}<" in section  # a missing URL, named
+        assert section.count('<img alt="" src="data:image/png;base64,') >= 4  # replays shown
+        assert "<script" not in report.lower()
     printed = capsys.readouterr().out
     assert "4 pages: 1 complete, 2 incomplete, 1 unreplayable" in printed
 
