@@ -69,7 +69,12 @@ def add_parser(sub: Any) -> None:
         action="store_true",
         help="compare pages the crawl has no rendering of with the live site (default: off)",
     )
-    qa.add_argument("--chromium", metavar="PATH", default=None, help="the Chromium to use")
+    qa.add_argument(
+        "--chromium",
+        metavar="PATH",
+        default=None,
+        help="the Chromium to use (default: chromium on PATH)",
+    )
     qa.add_argument("--fresh", action="store_true", help="check every page again (default: resume)")
     qa.add_argument(
         "--fail-on-miss",
