@@ -5,7 +5,10 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import contextlib
+import os
 import sys
+from collections.abc import Iterator
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, TextIO
 
@@ -70,6 +73,24 @@ def add_parser(sub: Any) -> None:
         help="compare pages the crawl has no rendering of with the live site (default: off)",
     )
     qa.add_argument(
+        "--replayer",
+        choices=("archive", "pywb"),
+        default="archive",
+        help=(
+            "who replays: archiver itself from the records, or pywb as a second opinion "
+            "(its misses of URLs the archive holds are reported apart) (default: archive)"
+        ),
+    )
+    qa.add_argument(
+        "--pywb-venv",
+        metavar="DIR",
+        default=os.environ.get("ARCHIVER_PYWB") or None,
+        help=(
+            "the environment pywb is installed in, for --replayer pywb (a venv directory, or "
+            "its wayback script) (default: $ARCHIVER_PYWB, else wayback on PATH)"
+        ),
+    )
+    qa.add_argument(
         "--chromium",
         metavar="PATH",
         default=None,
@@ -120,6 +141,26 @@ def summary_text(result: QaResult) -> str:
     )
 
 
+@contextlib.contextmanager
+def replay_tool(args: argparse.Namespace) -> Iterator[Any]:
+    """The replay tool ``--replayer`` names, started for the check and stopped after it."""
+    if args.replayer != "pywb":
+        yield None
+        return
+    from archiver.commands.replay import start_pywb  # noqa: PLC0415
+    from archiver.qa.tools import ReplayTool  # noqa: PLC0415
+
+    if not (Path(args.path) / "index.cdxj").is_file():
+        yield None  # the check says what is wrong with the directory
+        return
+    pywb = Path(args.pywb_venv) if args.pywb_venv else None
+    server = start_pywb(Path(args.path), 0, pywb=pywb, framed=False)
+    try:
+        yield ReplayTool("pywb", server.base)
+    finally:
+        server.stop()
+
+
 def cmd_qa(args: argparse.Namespace, out: TextIO = sys.stdout) -> int:
     from archiver.qa.run import QaRun  # noqa: PLC0415
 
@@ -127,8 +168,9 @@ def cmd_qa(args: argparse.Namespace, out: TextIO = sys.stdout) -> int:
         out.write(page_text(line) + "\n")
         out.flush()
 
-    run = QaRun(Path(args.path), options_from(args), on_page=show)
-    result = asyncio.run(run.run())
+    with replay_tool(args) as tool:
+        run = QaRun(Path(args.path), options_from(args), args.replayer, tool, show)
+        result = asyncio.run(run.run())
     out.write(summary_text(result) + "\n")
     if args.fail_on_miss and result.incomplete:
         return EXIT_FAILED

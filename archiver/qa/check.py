@@ -165,6 +165,8 @@ class PageCheck:
     served: int
     navigations: tuple[dict[str, str], ...]
     error: str | None = None
+    replayer_misses: tuple[Miss, ...] = ()
+    """URLs the archive holds that a replay tool (``--replayer``) did not serve, with why."""
 
     @property
     def unfixable(self) -> list[dict[str, str]]:

@@ -13,7 +13,7 @@ from archiver.errors import SettingsError
 from archiver.qa.check import ArchiveReplay, PageCheck, SharedArchive
 from archiver.qa.options import QaOptions, browser_config, page_options
 
-REPLAYERS = ("archive",)
+REPLAYERS = ("archive", "pywb")
 
 
 class Replayer(Protocol):
@@ -31,8 +31,12 @@ async def open_replayer(
         async with BrowserPool(browser_config(crawl_dir, options, "browser")) as pool:
             yield ArchiveReplay(pool, archive, page_options(options), options.follow_links)
         return
-    raise SettingsError("--replayer", f"unknown {name} (known: {', '.join(REPLAYERS)})")
-    yield  # pragma: no cover - unreachable: a generator for the context manager
+    if name not in REPLAYERS:
+        raise SettingsError("--replayer", f"unknown {name} (known: {', '.join(REPLAYERS)})")
+    from archiver.qa.tools import open_tool  # noqa: PLC0415 - only for a second opinion
+
+    async with open_tool(name, crawl_dir, archive, options, tools) as replayer:
+        yield replayer
 
 
 __all__ = ["REPLAYERS", "Replayer", "open_replayer"]

@@ -174,6 +174,7 @@ def page_line(
         "misses": [miss.to_json() for miss in check.misses],
         "fuzzy": [answer.to_json() for answer in check.fuzzy],
         "unfixable": check.unfixable,
+        "replayer_misses": [miss.to_json() for miss in check.replayer_misses],
         "console": [entry.to_json() for entry in result.console] if result else [],
         "navigations": list(check.navigations),
         "reference": reference.source,
@@ -210,6 +211,7 @@ def totals(lines: Path) -> dict[str, Any]:
     missing: set[str] = set()
     fuzzy: set[str] = set()
     unfixable: set[str] = set()
+    replayer: set[str] = set()
     errors = 0
     text_scores: list[float] = []
     shot_scores: list[float] = []
@@ -225,6 +227,7 @@ def totals(lines: Path) -> dict[str, Any]:
             missing.update(str(miss["url"]) for miss in line.get("misses", []))
             fuzzy.update(str(answer["url"]) for answer in line.get("fuzzy", []))
             unfixable.update(str(item["url"]) for item in line.get("unfixable", []))
+            replayer.update(str(item["url"]) for item in line.get("replayer_misses", []))
             errors += len(line.get("console", []))
             if isinstance(line.get("text_similarity"), int | float):
                 text_scores.append(float(line["text_similarity"]))
@@ -239,6 +242,7 @@ def totals(lines: Path) -> dict[str, Any]:
         "missing_urls": len(missing),
         "fuzzy_urls": len(fuzzy),
         "unfixable_urls": len(unfixable),
+        "replayer_missed_urls": len(replayer),
         "console_errors": errors,
         "text_similarity": _mean(text_scores),
         "screenshot_similarity": _mean(shot_scores),

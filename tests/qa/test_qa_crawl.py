@@ -27,6 +27,7 @@ from archiver.qa.run import QaRun
 from tests.browser.conftest import SiteHandler
 from tests.conftest import run_crawl
 from tests.support.hard_site import HardSite
+from tests.support.tools import tools_venv
 
 pytestmark = pytest.mark.usefixtures("chromium_installed")
 
@@ -189,6 +190,31 @@ async def test_a_check_resumes_and_the_cli_fails_on_misses_when_asked(
         assert "<script" not in report.lower()
     printed = capsys.readouterr().out
     assert "4 pages: 1 complete, 2 incomplete, 1 unreplayable" in printed
+
+
+async def test_pywb_as_a_second_opinion_lacks_what_the_archive_lacks(tmp_path: Path) -> None:
+    """The same pages replayed through pywb (unframed, wombat rewriting the scripts): the URLs
+    pywb could not serve and the archive lacks are the archive's misses; pywb is started for
+    the check and stopped after it."""
+    out = tmp_path / "crawl"
+    async with HardSite() as site:
+        assert (await run_crawl(out, site.url("/"))).status == "completed"
+        own = await check(out)
+        args = ["qa", str(out), "--replayer", "pywb", "--pywb-venv", str(tools_venv()), "--fresh"]
+        assert await asyncio.to_thread(main, args) == 0
+        pywb = qa_lines(out)
+    assert {line["replayer"] for line in pywb.values()} == {"pywb"}
+    home = site.url("/")
+
+    def named(line: dict[str, Any]) -> set[str]:
+        return {normal(miss["method"], miss["url"]) for miss in line["misses"]}
+
+    # what pywb asked for is what the page's scripts asked for, through wombat's rewriting
+    assert named(pywb[home]) <= named(own[home])
+    assert "GET " + site.url("/img/dynamic.png") in named(pywb[home])
+    assert "GET " + site.url("/api/news.json?_=T") in named(pywb[home])
+    assert pywb[home]["replayer_misses"] == []
+    assert list(tmp_path.glob("**/pywb.log"))  # it ran
 
 
 def test_qa_of_a_directory_without_a_crawl_is_one_line(
