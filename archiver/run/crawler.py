@@ -31,6 +31,9 @@ from archiver.fetch.cookiestxt import CookieLine
 from archiver.frontier import Backend
 from archiver.frontier.base import Lease
 from archiver.models import MAX_REDIRECTS, FailReason, Outcome, TaskResult, WrittenCapture
+from archiver.pipeline.counters import CrawlStats
+from archiver.pipeline.outcomes import WORKER_NAME
+from archiver.pipeline.pipeline import Pipeline
 from archiver.run import finish, wiring
 from archiver.run.finish import (
     EXIT_FAILED,
@@ -40,7 +43,6 @@ from archiver.run.finish import (
     EXIT_USAGE,
     CrawlResult,
 )
-from archiver.run.outcomes import WORKER_NAME
 from archiver.run.output import (
     STATUS_COMPLETED,
     STATUS_FAILED,
@@ -49,8 +51,6 @@ from archiver.run.output import (
     OutputLock,
     write_status,
 )
-from archiver.run.pipeline import Pipeline
-from archiver.run.stats import CrawlStats
 from archiver.timefmt import Clock, utcnow
 
 DISK_CHECK_SECONDS = 2.0

@@ -23,8 +23,8 @@ from warcio.archiveiterator import ArchiveIterator
 from warcio.exceptions import ArchiveLoadFailed
 
 from archiver.commands import verify
+from archiver.pipeline.pipeline import Pipeline
 from archiver.run.crawler import Crawler
-from archiver.run.pipeline import Pipeline
 from tests.conftest import fast_settings, run_crawl
 from tests.support.pywb import PywbReplay
 from tests.support.site import SiteServer

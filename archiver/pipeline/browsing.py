@@ -10,7 +10,7 @@ loads; :class:`PageRequests` answers each request, with the rules of a static ca
    is a link) and robots.txt, as for any URL the crawl reaches; a refusal fails the request in
    the page and is logged with its reason;
 2. a GET the crawl captured already (this page's document included) is answered from its record
-   (:mod:`archiver.run.recall`), and one being captured by another tab or worker is waited for;
+   (:mod:`archiver.pipeline.recall`), and one being captured by another tab or worker is waited for;
 3. anything else is performed by the crawl's fetcher (the browser's method, header fields and
    body; the crawl's cookie jar and ``Accept-Encoding``; the SSRF guard; a booking with the
    host's politeness gate) and recorded byte for byte by the single writer, like any capture,
@@ -38,19 +38,18 @@ from archiver.browser.detect import needs_browser
 from archiver.browser.errors import BrowserError, BrowserUnavailableError, NavigationError
 from archiver.browser.exchange import BrowserRequest, BrowserResponse, Refusal
 from archiver.browser.page import PageResult
-from archiver.browser.pool import BrowserPool
 from archiver.dedup.captured import response_parts
 from archiver.errors import BlockedAddressError, FetchError
 from archiver.extract.decoding import ContentDecodingError, decode_content
 from archiver.extract.links import HTML_TYPES, MAX_DECODED
 from archiver.models import CrawlItem, Exchange, Hop, TaskResult, WrittenCapture
+from archiver.pipeline.counters import BrowserCounters
+from archiver.pipeline.discovery import Discovery
+from archiver.pipeline.outcomes import Outcomes
+from archiver.pipeline.parts import BrowserParts, Parts, RunContext
+from archiver.pipeline.recall import RECALLED_METHODS, Claim, Recall, Recalled
+from archiver.pipeline.recording import Recorder
 from archiver.policy.sitemaps import is_sitemap
-from archiver.run.discovery import Discovery
-from archiver.run.outcomes import Outcomes
-from archiver.run.parts import Parts, RunContext
-from archiver.run.recall import RECALLED_METHODS, Claim, Recall, Recalled
-from archiver.run.recording import Recorder
-from archiver.run.stats import BrowserCounters
 
 #: The reason logged for a page loaded because every page is (``--browser all``).
 ALL_PAGES = "--browser all"
@@ -76,16 +75,6 @@ _STATUS_LINE = re.compile(rb"HTTP/\d\.\d[ \t]+\d{3}[ \t]?([^\r\n]*)")
 IN_LOOP_BODY = 1024 * 1024
 
 RobotsCheck = Callable[[CrawlItem, list[WrittenCapture]], Awaitable[bool]]
-
-
-@dataclass(frozen=True, slots=True)
-class BrowserParts:
-    """What the browser stage is made of, built by :mod:`archiver.run.wiring`."""
-
-    pool: BrowserPool
-    recall: Recall
-    mode: str  #: ``all`` or ``auto``
-    max_body: int
 
 
 @dataclass(frozen=True, slots=True)
@@ -413,4 +402,4 @@ def _raw(ex: Exchange) -> bytes:
         return reader.read()
 
 
-__all__ = ["SCREENSHOT_PREFIX", "BrowserParts", "Browsing", "PageRequests", "SharedParts"]
+__all__ = ["SCREENSHOT_PREFIX", "Browsing", "PageRequests", "SharedParts"]

@@ -13,11 +13,11 @@ Steps, in order:
 2. robots.txt (fetched and archived inside this lease when the host's copy is missing);
 3. the fetch, conditional when an earlier crawl has validators for the URL; a bot challenge
    served instead of the page (:mod:`archiver.policy.challenge`) is not archived but retried later;
-4. records, written (:mod:`archiver.run.recording`);
+4. records, written (:mod:`archiver.pipeline.recording`);
 5. discovery: the redirect ``Location`` or the page's links, scope-checked and queued
-   (:mod:`archiver.run.discovery`);
+   (:mod:`archiver.pipeline.discovery`);
 6. the outcome: done, retry later (transient failure, 5xx, 429) or failed
-   (:mod:`archiver.run.outcomes`).
+   (:mod:`archiver.pipeline.outcomes`).
 """
 
 from __future__ import annotations
@@ -30,16 +30,16 @@ from archiver.dedup.revalidation import Revalidation, original_exchange
 from archiver.errors import FetchError
 from archiver.frontier.base import Lease
 from archiver.models import CrawlItem, Exchange, SkipReason, TaskResult, WrittenCapture
+from archiver.pipeline.discovery import Discovery
+from archiver.pipeline.outcomes import Outcomes
+from archiver.pipeline.parts import Parts, RunContext
+from archiver.pipeline.recall import Recalled
 from archiver.policy import challenge
 from archiver.policy.sitemaps import is_sitemap
-from archiver.run.discovery import Discovery
-from archiver.run.outcomes import Outcomes
-from archiver.run.parts import Parts, RunContext
-from archiver.run.recall import Recalled
 
 if TYPE_CHECKING:
-    from archiver.run.browsing import Browsing
-from archiver.run.recording import Recorder
+    from archiver.pipeline.browsing import Browsing
+from archiver.pipeline.recording import Recorder
 
 
 class Pipeline:
@@ -55,7 +55,7 @@ class Pipeline:
         self.browsing: Browsing | None = None
         if parts.browser is not None:
             # imported here: a static crawl does not load the browser stage at all
-            from archiver.run.browsing import Browsing, SharedParts  # noqa: PLC0415
+            from archiver.pipeline.browsing import Browsing, SharedParts  # noqa: PLC0415
 
             shared = SharedParts(
                 self.recorder, self.discovery, self.outcomes, self._robots_allow_item
