@@ -78,8 +78,8 @@ def cases() -> list[tuple[str, str, Line]]:
         found.append((url, surt_key(url), Line(surt_key(BASE + held), BASE + held)))
     search = BASE + "/api/search"
     post = search + "?__wb_method=post&query=astrolabe&sent=1"
-    held = Line(surt_key(post), search, "application/json", "200", "POST", "query=x")
-    found.append((search, surt_key(search + "?__wb_method=post&query=astrolabe&sent=2"), held))
+    posted = Line(surt_key(post), search, "application/json", "200", "POST", "query=x")
+    found.append((search, surt_key(search + "?__wb_method=post&query=astrolabe&sent=2"), posted))
     manifest = BASE + "/video/master.m3u8x"
     found.append((manifest + "?token=1", surt_key(manifest + "?token=1"),
                   Line(surt_key(manifest + "?token=2"), manifest + "?token=2",
