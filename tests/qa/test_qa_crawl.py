@@ -223,3 +223,37 @@ def test_qa_of_a_directory_without_a_crawl_is_one_line(
     assert main(["qa", str(tmp_path)]) == 1
     err = capsys.readouterr().err
     assert err.startswith("archiver qa: error: no index.cdxj in") and err.count("\n") == 1
+
+
+async def test_revisits_replay_from_their_originals_in_the_crawl_depended_on(
+    tmp_path: Path,
+) -> None:
+    """A second crawl deduplicated against the first holds revisits for everything unchanged:
+    replayed, they are answered with the first crawl's payloads (``depends_on``), so the second
+    crawl lacks exactly what the first lacks."""
+    first, second = tmp_path / "first", tmp_path / "second"
+    async with HardSite() as site:
+        assert (await run_crawl(first, site.url("/"))).status == "completed"
+        again = await run_crawl(second, site.url("/"), dedup_from=(first,))
+        assert again.status == "completed", again.reason
+    revisited = {
+        json.loads(line.split(" ", 2)[2])["url"]
+        for line in (second / "index.cdxj").read_text().splitlines()
+        if '"warc/revisit"' in line
+    }
+    assert revisited  # payloads too small are stored again, the larger ones are revisits
+    assert json.loads((second / "summary.json").read_text())["depends_on"]
+    one, two = await check(first), await check(second)
+    assert {url: line["status"] for url, line in two.items()} == {
+        url: line["status"] for url, line in one.items()
+    }
+    for url, line in two.items():
+        assert {normal(m["method"], m["url"]) for m in line["misses"]} == {
+            normal(m["method"], m["url"]) for m in one[url]["misses"]
+        }
+    assert two[site.url("/about.html")]["status"] == "complete"
+    missed = {m["url"] for line in two.values() for m in line["misses"]}
+    assert not revisited & missed
+    assert sum(line["served"] for line in two.values()) == sum(
+        line["served"] for line in one.values()
+    )
