@@ -257,3 +257,21 @@ async def test_revisits_replay_from_their_originals_in_the_crawl_depended_on(
     assert sum(line["served"] for line in two.values()) == sum(
         line["served"] for line in one.values()
     )
+
+
+async def test_live_comparison_scores_what_the_replay_lost(tmp_path: Path) -> None:
+    """``--live``: a static page replays as it shows live (text and screenshot alike); the
+    home page, whose scripts' JSON and search answer the static crawl lacks, reads less."""
+    out = tmp_path / "crawl"
+    async with HardSite() as site:
+        assert (await run_crawl(out, site.url("/"))).status == "completed"
+        pages = (site.url("/about.html"), site.url("/"))
+        options = QaOptions(tabs=2, follow_links=0, live=True, urls=pages)
+        await QaRun(out, options).run()
+        lines = qa_lines(out)
+    about, home = lines[site.url("/about.html")], lines[site.url("/")]
+    assert about["reference"] == home["reference"] == "live"
+    assert about["text_similarity"] == 1.0
+    assert about["screenshot_similarity"] > 0.99
+    assert home["text_similarity"] < 0.95  # the news items and the search answer are gone
+    assert (out / home["reference_screenshot"]).read_bytes().startswith(b"\x89PNG")
