@@ -161,17 +161,19 @@ def replay_tool(args: argparse.Namespace) -> Iterator[Any]:
         server.stop()
 
 
-def cmd_qa(args: argparse.Namespace, out: TextIO = sys.stdout) -> int:
+def cmd_qa(args: argparse.Namespace, out: TextIO | None = None) -> int:
     from archiver.qa.run import QaRun  # noqa: PLC0415
 
+    stream = out or sys.stdout  # looked up now: a test may have replaced sys.stdout since import
+
     def show(line: dict[str, Any]) -> None:
-        out.write(page_text(line) + "\n")
-        out.flush()
+        stream.write(page_text(line) + "\n")
+        stream.flush()
 
     with replay_tool(args) as tool:
         run = QaRun(Path(args.path), options_from(args), args.replayer, tool, show)
         result = asyncio.run(run.run())
-    out.write(summary_text(result) + "\n")
+    stream.write(summary_text(result) + "\n")
     if args.fail_on_miss and result.incomplete:
         return EXIT_FAILED
     return EXIT_OK

@@ -330,9 +330,12 @@ class QaRun:
                 if self.on_page is not None:
                     self.on_page(line)
 
-            async with asyncio.TaskGroup() as group:
-                for page in todo:
-                    group.create_task(one(page))
+            try:
+                async with asyncio.TaskGroup() as group:
+                    for page in todo:
+                        group.create_task(one(page))
+            except ExceptionGroup as failed:  # one line for the command, not a group's trace
+                raise failed.exceptions[0] from None
             return checked
 
     def _write(self, page: Page, check: PageCheck, reference: Reference) -> dict[str, Any]:
