@@ -90,12 +90,17 @@ class LinkWalk:
     navigations: list[Navigation] = field(default_factory=list)
     #: links whose click the page left to the browser (a full navigation, prevented)
     full_navigations: int = 0
+    #: the walk stopped at the deadline with links left to try
+    cut_short: bool = False
 
     async def __call__(self, page: PageControl, until: float) -> None:
         clicked: list[str] = []
         followed = 0
         for _attempt in range(self.limit * ATTEMPTS_PER_STEP):
-            if followed >= self.limit or page.now() >= until:
+            if followed >= self.limit:
+                break
+            if page.now() >= until:
+                self.cut_short = True
                 break
             link = await page.evaluate(NEXT_LINK % json.dumps(clicked), until=until)
             if not isinstance(link, str):

@@ -74,11 +74,21 @@ def add_parser(sub: Any) -> None:
     )
     qa.add_argument(
         "--replayer",
-        choices=("archive", "pywb"),
+        choices=("archive", "pywb", "rwp"),
         default="archive",
         help=(
-            "who replays: archiver itself from the records, or pywb as a second opinion "
-            "(its misses of URLs the archive holds are reported apart) (default: archive)"
+            "who replays: archiver itself from the records, or as a second opinion pywb or "
+            "ReplayWeb.page from the crawl's WACZ (their misses of URLs the archive holds are "
+            "reported apart) (default: archive)"
+        ),
+    )
+    qa.add_argument(
+        "--replaywebpage",
+        metavar="DIR",
+        default=None,
+        help=(
+            "ReplayWeb.page's npm package folder (ui.js, sw.js), for --replayer rwp "
+            "(default: $ARCHIVER_REPLAYWEBPAGE)"
         ),
     )
     qa.add_argument(
@@ -144,6 +154,12 @@ def summary_text(result: QaResult) -> str:
 @contextlib.contextmanager
 def replay_tool(args: argparse.Namespace) -> Iterator[Any]:
     """The replay tool ``--replayer`` names, started for the check and stopped after it."""
+    if args.replayer == "rwp":
+        from archiver.commands import rwpserver  # noqa: PLC0415
+
+        package = rwpserver.package_from(args.replaywebpage)
+        yield lambda: rwpserver.serving(Path(args.path), package)
+        return
     if args.replayer != "pywb":
         yield None
         return

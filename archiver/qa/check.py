@@ -167,6 +167,8 @@ class PageCheck:
     error: str | None = None
     replayer_misses: tuple[Miss, ...] = ()
     """URLs the archive holds that a replay tool (``--replayer``) did not serve, with why."""
+    walk_cut_short: bool = False
+    """The page timeout came before every link wanted was clicked."""
 
     @property
     def unfixable(self) -> list[dict[str, str]]:
@@ -231,7 +233,7 @@ class ArchiveReplay:
         navigations = tuple({"link": step.link, "landed": step.landed} for step in steps)
         return PageCheck(
             url, status, result, misses, tuple(answers.fuzzy), answers.requests, answers.served,
-            navigations,
+            navigations, walk_cut_short=walk is not None and walk.cut_short,
         )  # fmt: skip
 
 

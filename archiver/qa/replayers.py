@@ -13,7 +13,7 @@ from archiver.errors import SettingsError
 from archiver.qa.check import ArchiveReplay, PageCheck, SharedArchive
 from archiver.qa.options import QaOptions, browser_config, page_options
 
-REPLAYERS = ("archive", "pywb")
+REPLAYERS = ("archive", "pywb", "rwp")
 
 
 class Replayer(Protocol):

@@ -177,6 +177,7 @@ def page_line(
         "replayer_misses": [miss.to_json() for miss in check.replayer_misses],
         "console": [entry.to_json() for entry in result.console] if result else [],
         "navigations": list(check.navigations),
+        "navigations_cut_short": check.walk_cut_short,
         "reference": reference.source,
         "text_similarity": None,
         "screenshot_similarity": None,

@@ -47,8 +47,9 @@ from archiver.qa.check import (
 from archiver.qa.live import LiveAnswers
 from archiver.qa.options import QaOptions, browser_config, page_options
 
-#: A replayed URL: the collection, the timestamp with its modifier, the archived URL.
-_REPLAYED = re.compile(r"^/[^/]+/(\d{1,14})(?:[a-z]{2}_)?/(.+)$")
+#: A replayed URL's tail: the timestamp with its modifier (pywb ``/crawl/TS[mod_]/URL``,
+#: ReplayWeb.page ``/replay/w/ID/TS[mod_]/URL``), then the archived URL.
+_REPLAYED = re.compile(r"/(\d{1,14})(?:[a-z]{2}_)?/(https?:/?/?.+)$")
 
 
 @dataclass(frozen=True, slots=True)
@@ -64,7 +65,7 @@ def archived_url(url: str, origin: str) -> str | None:
     if not url.startswith(origin + "/"):
         return None
     rest = url[len(origin) :]
-    match = _REPLAYED.match(rest)
+    match = _REPLAYED.search(rest)
     if match is None:
         return None
     target = match.group(2)
@@ -118,20 +119,7 @@ class PywbReplayer:
             result = await self.pool.load(page, answers, options=page_options(self.options))
         except (BrowserError, NavigationError) as exc:
             return PageCheck(url, STATUS_FAILED, None, (), (), answers.requests, 0, (), str(exc))
-        lacking: list[Miss] = []
-        tool_only: list[Miss] = []
-        for request in answers.not_served:
-            found = await asyncio.to_thread(self.archive.lookup, request, at)
-            if isinstance(found, Lacking):
-                lacking.append(
-                    Miss(request.url, request.method, request.resource_type, found.reason)
-                )
-                continue
-            if found.fuzzy is not None:
-                why = f"{self.tool.name} did not serve {found.capture.url} ({found.fuzzy})"
-            else:
-                why = f"{self.tool.name} did not find the capture of key {found.capture.key}"
-            tool_only.append(Miss(request.url, request.method, request.resource_type, why))
+        lacking, tool_only = await classify(self.archive, self.tool.name, answers.not_served, at)
         for request in answers.escaped:
             tool_only.append(
                 Miss(
@@ -153,11 +141,45 @@ class PywbReplayer:
         )  # fmt: skip
 
 
+async def classify(
+    archive: SharedArchive, tool: str, not_served: list[BrowserRequest], at: str
+) -> tuple[list[Miss], list[Miss]]:
+    """What a replay tool did not serve, split: lacking in the archive too, or the tool's
+    alone (with the reason found)."""
+    lacking: list[Miss] = []
+    tool_only: list[Miss] = []
+    seen: set[tuple[str, str]] = set()
+    for request in not_served:
+        if (request.method, request.url) in seen:
+            continue
+        seen.add((request.method, request.url))
+        found = await asyncio.to_thread(archive.lookup, request, at)
+        kind = request.resource_type
+        if isinstance(found, Lacking):
+            lacking.append(Miss(request.url, request.method, kind, found.reason))
+            continue
+        if found.response.status == 404:
+            continue  # the archived answer is a 404 itself: the tool served it
+        if found.fuzzy is not None:
+            why = f"{tool} did not serve {found.capture.url} ({found.fuzzy})"
+        else:
+            why = f"{tool} did not find the capture of key {found.capture.key}"
+        tool_only.append(Miss(request.url, request.method, kind, why))
+    return lacking, tool_only
+
+
 @contextlib.asynccontextmanager
 async def open_tool(
     name: str, crawl_dir: Path, archive: SharedArchive, options: QaOptions, tool: Any
-) -> AsyncIterator[PywbReplayer]:
-    """The replayer of the tool the command started (``tool``: a :class:`ReplayTool`)."""
+) -> AsyncIterator[Any]:
+    """The replayer of the tool the command started (``tool``: a :class:`ReplayTool`; for
+    ``rwp`` a function giving the server's context, which runs in the check's event loop)."""
+    if name == "rwp":
+        from archiver.qa.rwp import open_rwp  # noqa: PLC0415
+
+        async with tool() as started, open_rwp(crawl_dir, archive, options, started) as rwp:
+            yield rwp
+        return
     if not isinstance(tool, ReplayTool) or tool.name != name:
         raise ValueError(f"--replayer {name}: the replay tool was not started")
     parts = urlsplit(tool.prefix)
@@ -169,4 +191,4 @@ async def open_tool(
         yield PywbReplayer(pool, fetcher, archive, tool, options)
 
 
-__all__ = ["PywbReplayer", "ReplayTool", "ToolAnswers", "archived_url", "open_tool"]
+__all__ = ["PywbReplayer", "ReplayTool", "ToolAnswers", "archived_url", "classify", "open_tool"]
