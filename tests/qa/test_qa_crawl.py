@@ -32,6 +32,7 @@ from tests.support.tools import tools_venv
 pytestmark = pytest.mark.usefixtures("chromium_installed")
 
 FOLLOW = 3
+TIMEOUT = 120.0
 _CACHE_BUST = re.compile(r"([?&])_=\d+")
 
 
@@ -58,7 +59,7 @@ async def live_loads(pages: list[str], state: Path) -> dict[str, set[str]]:
     asked: dict[str, set[str]] = {}
     async with (
         aiohttp.ClientSession(auto_decompress=False) as http,
-        BrowserPool(BrowserConfig(state_dir=state, tabs=1, page_timeout=45)) as pool,
+        BrowserPool(BrowserConfig(state_dir=state, tabs=1, page_timeout=TIMEOUT)) as pool,
     ):
         for page in pages:
             handler = SiteHandler(http)
@@ -71,8 +72,10 @@ async def live_loads(pages: list[str], state: Path) -> dict[str, set[str]]:
     return asked
 
 
-async def check(out: Path) -> dict[str, dict[str, Any]]:
-    result = await QaRun(out, QaOptions(tabs=2, follow_links=FOLLOW)).run()
+async def check(out: Path, follow: int = FOLLOW) -> dict[str, dict[str, Any]]:
+    # a long page timeout: on a busy machine the clicks must not be cut short
+    options = QaOptions(tabs=2, follow_links=follow, page_timeout=TIMEOUT)
+    result = await QaRun(out, options).run()
     assert result.totals["pages"] == len(qa_lines(out))
     return qa_lines(out)
 
@@ -82,6 +85,7 @@ async def assert_names_exactly_what_is_lacking(out: Path, tmp_path: Path) -> dic
     live = await live_loads(sorted(lines), tmp_path / "live-browser")
     have = archived(out)
     for url, line in lines.items():
+        assert not line["navigations_cut_short"], url
         named = {normal(miss["method"], miss["url"]) for miss in line["misses"]}
         assert named == live[url] - have, (url, named ^ (live[url] - have))
     return lines
@@ -243,7 +247,7 @@ async def test_revisits_replay_from_their_originals_in_the_crawl_depended_on(
     }
     assert revisited  # payloads too small are stored again, the larger ones are revisits
     assert json.loads((second / "summary.json").read_text())["depends_on"]
-    one, two = await check(first), await check(second)
+    one, two = await check(first, follow=0), await check(second, follow=0)
     assert {url: line["status"] for url, line in two.items()} == {
         url: line["status"] for url, line in one.items()
     }
@@ -254,9 +258,6 @@ async def test_revisits_replay_from_their_originals_in_the_crawl_depended_on(
     assert two[site.url("/about.html")]["status"] == "complete"
     missed = {m["url"] for line in two.values() for m in line["misses"]}
     assert not revisited & missed
-    assert sum(line["served"] for line in two.values()) == sum(
-        line["served"] for line in one.values()
-    )
 
 
 async def test_live_comparison_scores_what_the_replay_lost(tmp_path: Path) -> None:
