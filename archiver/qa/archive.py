@@ -134,7 +134,7 @@ class SortedIndex:
             self._file.readline()
         while True:
             raw = self._file.readline()
-            if not raw.startswith(wanted):
+            if not raw or not raw.startswith(wanted):  # the end of the file, or past the prefix
                 return
             parsed = parse_line(raw.decode("utf-8", "replace").rstrip("\n"), self.warcs)
             if parsed is not None:
