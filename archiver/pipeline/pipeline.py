@@ -1,45 +1,47 @@
-"""What happens to one leased URL: budgets, robots, fetch, records, write, discovery, outcome.
+"""What happens to one leased URL: admitted, captured, what it leads to discovered, its outcome.
 
-The crawler (:mod:`archiver.run.crawler`) runs the workers and the lifecycle; each worker hands its
-lease to :meth:`Pipeline.process` and reports the returned outcome to the frontier. Failures of
-one URL (network, protocol, bad content) become outcomes here and never escape; a write failure
-or a bug does escape, for the crawler to stop on.
+The crawler (:mod:`archiver.run.crawler`) runs the workers and the lifecycle; each worker hands the
+capturer of its lease (:meth:`Pipeline.capturer`) to :meth:`Pipeline.process` and reports the
+returned outcome to the frontier, with the captures the capturer wrote. Failures of one URL
+(network, protocol, bad content) become outcomes here and never escape; a write failure or a bug
+does escape, for the crawler to stop on.
 
 Steps, in order:
 
-0. exclusions: ``--exclude`` and the live ``ignores`` (:mod:`archiver.run.control`) are checked
-   again, so a pattern added after the URL was queued (or on resume) skips it;
-1. budgets (``--max-pages``, ``--max-bytes``): a budget reached sets :attr:`Pipeline.limit`;
-2. robots.txt (fetched and archived inside this lease when the host's copy is missing);
-3. the fetch, conditional when an earlier crawl has validators for the URL; a bot challenge
+1. admission (:mod:`archiver.pipeline.capture`): the exclusions again (``--exclude`` and the
+   live ``ignores`` of :mod:`archiver.run.control`, so a pattern added after the URL was queued,
+   or on resume, skips it), the budgets (``--max-pages``, ``--max-bytes``: a budget reached sets
+   :attr:`Pipeline.limit`), robots.txt (fetched and archived inside this lease when the host's
+   copy is missing), and in a browser crawl the claim on the URL (captured already by a page's
+   request: recalled from its record, not fetched again);
+2. the fetch, conditional when an earlier crawl has validators for the URL; a bot challenge
    served instead of the page (:mod:`archiver.policy.challenge`) is not archived but retried later;
-4. records, written (:mod:`archiver.pipeline.recording`);
-5. discovery: the redirect ``Location`` or the page's links, scope-checked and queued
-   (:mod:`archiver.pipeline.discovery`);
-6. the outcome: done, retry later (transient failure, 5xx, 429) or failed
+3. records, written (:mod:`archiver.pipeline.recording`, through the capturer);
+4. discovery: the redirect ``Location`` or the page's links, scope-checked and queued
+   (:mod:`archiver.pipeline.discovery`); a page that needs a browser is loaded in it, every
+   request it makes admitted and captured by the same capturer
+   (:mod:`archiver.pipeline.browsing`);
+5. the outcome: done, retry later (transient failure, 5xx, 429) or failed
    (:mod:`archiver.pipeline.outcomes`).
 """
 
 from __future__ import annotations
 
-import asyncio
 import collections
 from typing import TYPE_CHECKING
 
-from archiver.dedup.revalidation import Revalidation, original_exchange
+from archiver.dedup.revalidation import original_exchange
 from archiver.errors import FetchError
 from archiver.frontier.base import Lease
-from archiver.models import CrawlItem, Exchange, SkipReason, TaskResult, WrittenCapture
+from archiver.models import CrawlItem, Exchange, TaskResult, WrittenCapture
+from archiver.pipeline.capture import Admitted, Capturer, Capturers, Refused
 from archiver.pipeline.discovery import Discovery
 from archiver.pipeline.outcomes import Outcomes
 from archiver.pipeline.parts import Parts, RunContext
-from archiver.pipeline.recall import Recalled
 from archiver.policy import challenge
-from archiver.policy.sitemaps import is_sitemap
 
 if TYPE_CHECKING:
     from archiver.pipeline.browsing import Browsing
-from archiver.pipeline.recording import Recorder
 
 
 class Pipeline:
@@ -50,192 +52,104 @@ class Pipeline:
         self.parts = parts
         self.outcomes = Outcomes(context)
         self.discovery = Discovery(context, parts, self.outcomes)
-        self.recorder = Recorder(context, parts)
+        recall = parts.browser.recall if parts.browser is not None else None
+        self.capturers = Capturers(context, parts, self.outcomes, self.discovery, recall)
         #: the browser stage, in a crawl that uses one
         self.browsing: Browsing | None = None
         if parts.browser is not None:
             # imported here: a static crawl does not load the browser stage at all
-            from archiver.pipeline.browsing import Browsing, SharedParts  # noqa: PLC0415
+            from archiver.pipeline.browsing import Browsing  # noqa: PLC0415
 
-            shared = SharedParts(
-                self.recorder, self.discovery, self.outcomes, self._robots_allow_item
+            self.browsing = Browsing(
+                context, parts.browser, self.discovery, self.outcomes, parts.factory
             )
-            self.browsing = Browsing(context, parts, parts.browser, shared)
-        #: set when a --max-pages / --max-bytes budget is reached: the crawl should stop
-        self.limit: str | None = None
-        self._pages_reserved = 0
-        #: captures of robots.txt (and its redirects): not what a crawl is run for
-        self.robots_captures = 0
+
+    @property
+    def limit(self) -> str | None:
+        """Set when a ``--max-pages`` / ``--max-bytes`` budget is reached: the crawl should
+        stop."""
+        return self.capturers.budgets.limit
+
+    @property
+    def robots_captures(self) -> int:
+        """Captures of robots.txt (and its redirects): not what a crawl is run for."""
+        return self.capturers.robots_captures
 
     @property
     def uncommitted(self) -> collections.Counter[str]:
         """Per WARC file: captures written whose lease outcome the frontier has not yet."""
-        return self.recorder.uncommitted
+        return self.capturers.recorder.uncommitted
 
-    async def committed(self, captures: list[WrittenCapture]) -> None:
-        """The lease these captures belong to was handed to the frontier."""
-        self.recorder.committed(captures)
-        if self.browsing is not None and captures:
-            await self.browsing.recall.committed(captures)
+    def capturer(self, lease: Lease) -> Capturer:
+        """The capturer of one lease: what the worker commits with the lease's outcome."""
+        return self.capturers.for_lease(lease)
 
     async def put(self, items: list[CrawlItem]) -> None:
         """Scope-check items (the seeds, sitemaps) and queue the accepted ones."""
         await self.discovery.put(items)
 
-    async def process(self, lease: Lease, captures: list[WrittenCapture]) -> TaskResult:
-        """Robots, budgets, fetch, records, write, discovery; the lease's outcome. Every
-        capture written for this lease (robots.txt included) is appended to ``captures``."""
-        item = lease.item
-        unwanted = self.parts.exclusions.check(item.url)  # a pattern given since it was queued
-        if unwanted is not None:
-            return self.outcomes.skipped(item, unwanted, unsent=True)
-        counts_as_page = not item.is_requisite and not is_sitemap(item)
-        budget = self._over_budget(counts_as_page)
-        if budget is not None:
-            self.limit = budget
-            return self.outcomes.skipped(item, SkipReason.BUDGET, unsent=True)
-        if not await self._robots_allow(lease, captures):
-            self._unreserve(counts_as_page)
-            # unsent unless robots.txt itself was fetched in this lease
-            return self.outcomes.skipped(item, SkipReason.ROBOTS, unsent=not captures)
-        browsing = self.browsing
-        if browsing is None:
-            fetched = await self._fetch_and_record(item, captures, counts_as_page)
-        else:
-            # a browser's request may have captured this URL, or be capturing it right now
-            found = await browsing.recall.claim(item.url)
-            if isinstance(found, Recalled):
-                return await self._recalled(item, found.exchange(), captures)
-            try:
-                fetched = await self._fetch_and_record(item, captures, counts_as_page)
-                if not isinstance(fetched, TaskResult):
-                    browsing.recall.captured(item.url, fetched[1])
-            finally:
-                found.release()
+    async def process(self, capturer: Capturer) -> TaskResult:
+        """Admission, fetch, records, discovery, the browser; the lease's outcome."""
+        item = capturer.lease.item
+        admission = await capturer.admit_lease()
+        if isinstance(admission, Refused):
+            return self.outcomes.skipped(item, admission.reason, unsent=True)
+        if not isinstance(admission, Admitted):  # captured by a browser's request already
+            return await self._recalled(capturer, admission.exchange())
+        with admission:
+            fetched = await self._capture(capturer, admission)
         if isinstance(fetched, TaskResult):
             return fetched
         exchange, written, content = fetched
-        why = self.browsing.wants(item, content) if self.browsing is not None else None
+        browsing = self.browsing
+        why = browsing.wants(item, content) if browsing is not None else None
         await self.discovery.discover(item, content, requisites=why is None, list_page=why is None)
-        if self.browsing is not None and why is not None:
-            failed = await self.browsing.load(item, content, written, why, captures)
+        if browsing is not None and why is not None:
+            failed = await browsing.load(capturer, content, written, why)
             if failed is not None:
                 return failed
         return self.outcomes.captured(item, exchange, written)
 
-    async def _fetch_and_record(
-        self, item: CrawlItem, captures: list[WrittenCapture], counts_as_page: bool
+    async def _capture(
+        self, capturer: Capturer, admitted: Admitted
     ) -> tuple[Exchange, WrittenCapture, Exchange] | TaskResult:
-        """The fetch (conditional when an earlier crawl has validators), its records written;
-        the exchange, where it went, and what links are read from. A TaskResult when there is
-        nothing more to do (the fetch failed, a bot challenge)."""
-        previous = self.parts.previous
-        revalidation = await previous.revalidation(item.url) if previous is not None else None
-        headers = referer_header(item)
-        if revalidation is not None:
-            headers = {**(headers or {}), **revalidation.headers}
+        """The fetch, its records written; the exchange, where it went, and what links are read
+        from. A TaskResult when there is nothing more to do (the fetch failed, a bot
+        challenge)."""
+        item = admitted.request.item
         try:
-            exchange = await self.parts.fetcher.fetch(item.url, headers)
+            exchange = await capturer.fetch(admitted)
         except FetchError as exc:
-            self._unreserve(counts_as_page)
             return self.outcomes.failed(item, exc)
         if self.context.settings.challenge_pages == "retry" and (
             provider := challenge.provider(exchange)
         ):
-            self._unreserve(counts_as_page)
+            capturer.not_recorded(admitted)
             return self.outcomes.challenged(item, exchange, provider)
-        written = await self.recorder.record(exchange, revalidation)
-        captures.append(written)
-        if 300 <= exchange.status < 400:
-            self._unreserve(counts_as_page)  # a redirect hop is not a page
-        return exchange, written, await self._content(exchange, revalidation)
+        written = await capturer.record(admitted, exchange)
+        return exchange, written, await self._content(admitted, exchange)
 
-    async def _recalled(
-        self, item: CrawlItem, exchange: Exchange, captures: list[WrittenCapture]
-    ) -> TaskResult:
+    async def _recalled(self, capturer: Capturer, exchange: Exchange) -> TaskResult:
         """A URL a browser's request captured already (a frame's document, a stylesheet): its
         record is read back, not fetched again; what it leads to is discovered as usual."""
         assert self.browsing is not None
+        item = capturer.lease.item
         why = self.browsing.wants(item, exchange)
         await self.discovery.discover(item, exchange, requisites=why is None, list_page=why is None)
         if why is not None:
-            failed = await self.browsing.load(item, exchange, None, why, captures)
+            failed = await self.browsing.load(capturer, exchange, None, why)
             if failed is not None:
                 return failed
         return self.outcomes.recalled(item, exchange)
 
-    def _over_budget(self, counts_as_page: bool) -> str | None:
-        """Which ``--max-pages`` / ``--max-bytes`` budget this lease would exceed, if any; a
-        page within budget reserves its place (given back if it is not fetched)."""
-        s = self.context.settings
-        if counts_as_page and s.max_pages is not None:
-            if self._pages_reserved >= s.max_pages:
-                return f"max-pages of {s.max_pages} reached"
-            self._pages_reserved += 1
-        if s.max_bytes is not None and self.context.stats.bytes_received >= s.max_bytes:
-            return f"max-bytes of {s.max_bytes} reached"
-        return None
-
-    def _unreserve(self, counts_as_page: bool) -> None:
-        if counts_as_page and self.context.settings.max_pages is not None:
-            self._pages_reserved -= 1
-
-    async def _robots_allow(self, lease: Lease, captures: list[WrittenCapture]) -> bool:
-        """robots.txt's verdict, fetching and archiving it inside this lease when needed."""
-        allowed = await self._robots_allow_item(lease.item, captures)
-        if allowed and captures:  # robots.txt was fetched in this lease: one more request
-            wait = self.parts.frontier.reserve(lease.host)
-            if wait > 0:
-                await asyncio.sleep(wait)
-        return allowed
-
-    async def _robots_allow_item(self, item: CrawlItem, captures: list[WrittenCapture]) -> bool:
-        """robots.txt's verdict on ``item``, its fetch archived into ``captures``."""
-        robots = self.parts.robots
-        if robots is None:
-            return True
-        allowed = await robots.allowed(item, lambda url: self._fetch_archived(url, captures))
-        await self._robots_reports()
-        return allowed
-
-    async def _robots_reports(self) -> None:
-        """Log what robots.txt fetches found and queue the sitemaps they list."""
-        assert self.parts.robots is not None
-        for report in self.parts.robots.take_reports():
-            self.context.log.info(
-                "robots",
-                url=report.url,
-                verdict=report.verdict.value,
-                status=report.status,
-                redirects=report.redirects,
-                crawl_delay=report.crawl_delay,
-                sitemaps=len(report.sitemaps),
-                truncated=report.truncated,
-                kept_cached_copy=report.kept_cached_copy,
-                error=report.error,
-            )
-            if report.sitemaps:
-                await self.put(self.parts.sitemaps.from_robots(report.url, report.sitemaps))
-
-    async def _fetch_archived(self, url: str, captures: list[WrittenCapture]) -> Exchange:
-        """Fetch and archive ``url`` as part of the current lease (robots.txt, sitemaps)."""
-        exchange = await self.parts.fetcher.fetch(url)
-        captures.append(await self.recorder.record(exchange))
-        self.robots_captures += 1
-        return exchange
-
-    async def _content(self, ex: Exchange, revalidation: Revalidation | None) -> Exchange:
+    @staticmethod
+    async def _content(admitted: Admitted, exchange: Exchange) -> Exchange:
         """What links and the page entry are read from: a 304 has no body, so the earlier
         capture it stands for."""
-        if revalidation is not None and ex.status == 304:
-            return await original_exchange(ex, revalidation)
-        return ex
+        revalidation = admitted.revalidation
+        if revalidation is not None and exchange.status == 304:
+            return await original_exchange(exchange, revalidation)
+        return exchange
 
 
-def referer_header(item: CrawlItem) -> dict[str, str] | None:
-    """``Referer`` as a browser would send it: the page that linked here, unless that would
-    leak an https URL to plain http (the default referrer policy's downgrade rule)."""
-    via = item.via
-    if via is None or (via.startswith("https:") and item.url.startswith("http:")):
-        return None
-    return {"Referer": via}
+__all__ = ["Pipeline"]

@@ -367,9 +367,9 @@ async def test_concurrency_never_exceeds_workers(tmp_path: Path) -> None:
 
 async def test_a_bug_in_a_worker_stops_the_crawl_cleanly(tmp_path: Path) -> None:
     class BuggyPipeline(Pipeline):
-        async def _fetch_and_record(self, item, captures, counts_as_page):  # type: ignore[no-untyped-def]
-            fetched = await super()._fetch_and_record(item, captures, counts_as_page)
-            if item.url.endswith("/p3"):  # the capture is written: a bug after it
+        async def _capture(self, capturer, admitted):  # type: ignore[no-untyped-def]
+            fetched = await super()._capture(capturer, admitted)
+            if capturer.lease.item.url.endswith("/p3"):  # the capture is written: a bug after it
                 raise RuntimeError("simulated bug after the capture was written")
             return fetched
 
