@@ -254,8 +254,10 @@ def build_parser() -> argparse.ArgumentParser:
     )
 
     from archiver.commands.qa import add_parser as add_qa  # noqa: PLC0415
+    from archiver.commands.qa import add_patch_parser  # noqa: PLC0415
 
     add_qa(sub)
+    add_patch_parser(sub)
 
     sample = sub.add_parser(
         "serve-sample",
@@ -527,6 +529,12 @@ def cmd_qa(args: argparse.Namespace) -> int:
     return qa.cmd_qa(args)
 
 
+def cmd_patch(args: argparse.Namespace) -> int:
+    from archiver.commands import qa  # noqa: PLC0415
+
+    return qa.cmd_patch(args)
+
+
 def cmd_serve_sample(args: argparse.Namespace) -> int:
     from archiver.commands import sample  # noqa: PLC0415
 
@@ -554,6 +562,7 @@ COMMANDS = {
     "wacz": cmd_wacz,
     "replay": cmd_replay,
     "qa": cmd_qa,
+    "patch": cmd_patch,
     "serve-sample": cmd_serve_sample,
     "ignore": cmd_ignore,
     "version": cmd_version,

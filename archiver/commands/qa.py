@@ -114,6 +114,80 @@ def add_parser(sub: Any) -> None:
     )
 
 
+def add_patch_parser(sub: Any) -> None:
+    """The ``patch`` subcommand's options."""
+    patch = sub.add_parser(
+        "patch",
+        help="fetch what archiver qa found missing into the crawl, and check again",
+        description=(
+            "Fetch every URL that DIR/qa.jsonl names as missing (archiver qa runs first when "
+            "there is none) as a requisite of the page that needed it, through the crawl's own "
+            "rules (scope, robots.txt, politeness, SSRF guard, dedup), resuming the crawl with "
+            "the settings it was started with: new WARC files, the index merged, the WACZ "
+            "packaged again. Then check those pages again, until nothing new is missing or "
+            "--rounds is reached."
+        ),
+    )
+    patch.add_argument("path", metavar="DIR", help="crawl directory")
+    patch.add_argument(
+        "--rounds", type=int, default=3, metavar="N", help="fetch-and-check rounds (default: 3)"
+    )
+    patch.add_argument(
+        "--browser-tabs", type=int, default=2, metavar="N", help="pages at once (default: 2)"
+    )
+    patch.add_argument(
+        "--page-timeout",
+        type=float,
+        default=45.0,
+        metavar="SECONDS",
+        help="the most one page's check may take (default: 45)",
+    )
+    patch.add_argument(
+        "--follow-links",
+        type=int,
+        default=3,
+        metavar="N",
+        help="links clicked in each page checked (default: 3)",
+    )
+    patch.add_argument(
+        "--chromium", metavar="PATH", default=None, help="the Chromium to use (default: on PATH)"
+    )
+    patch.add_argument(
+        "--fail-on-miss",
+        action="store_true",
+        help="exit 1 when URLs stay missing after the last round (default: 0)",
+    )
+
+
+def cmd_patch(args: argparse.Namespace, out: TextIO | None = None) -> int:
+    from archiver.errors import SettingsError  # noqa: PLC0415
+    from archiver.qa.options import QaOptions  # noqa: PLC0415
+    from archiver.run.patch import patch_crawl  # noqa: PLC0415
+
+    stream = out or sys.stdout
+    if args.rounds < 1:
+        raise SettingsError("--rounds", "must be at least 1")
+    options = QaOptions(
+        tabs=args.browser_tabs,
+        page_timeout=args.page_timeout,
+        follow_links=args.follow_links,
+        chromium=args.chromium,
+    )
+    result = asyncio.run(patch_crawl(Path(args.path), options, rounds=args.rounds))
+    for done in result.rounds:
+        stream.write(
+            f"  round {done.number}: {done.tried} URLs fetched ({done.captures} captures), "
+            f"{done.missing_after} missing after\n"
+        )
+    for url, why in sorted(result.left.items()):
+        stream.write(f"  not fetched: {url}: {why}\n")
+    stream.write(
+        f"archiver patch: {len(result.rounds)} rounds; {result.missing} URLs missing "
+        f"({len(result.left)} not fetchable)\n"
+    )
+    return EXIT_FAILED if args.fail_on_miss and result.missing else EXIT_OK
+
+
 def options_from(args: argparse.Namespace) -> QaOptions:
     from archiver.qa.options import QaOptions  # noqa: PLC0415
 
@@ -195,4 +269,4 @@ def cmd_qa(args: argparse.Namespace, out: TextIO | None = None) -> int:
     return EXIT_OK
 
 
-__all__ = ["add_parser", "cmd_qa"]
+__all__ = ["add_parser", "add_patch_parser", "cmd_patch", "cmd_qa"]

@@ -299,3 +299,43 @@ async def test_replaywebpage_as_a_second_opinion_renders_every_page_as_live(
         assert line["status"] == "complete", (url, line.get("error"))
         assert line["reference"] == "live"
         assert line["text_similarity"] == 1.0, url
+
+
+@pytest.mark.parametrize("browser", ["off", "auto"])
+async def test_patch_fetches_what_the_check_found_missing(tmp_path: Path, browser: str) -> None:
+    """``archiver patch``: the misses become requisites of their pages, fetched by the crawl
+    resumed under its own settings (new WARC files, the index merged, the WACZ packaged again),
+    and the pages checked again lack nothing a fetch can bring: in the static crawl only the
+    search the home page POSTs with a body of its own is left, named; under ``auto`` the home
+    page (little text beside its scripts) went through the browser, which captured the POST,
+    and nothing is left."""
+    out = tmp_path / "crawl"
+    async with HardSite() as site:
+        extra: dict[str, Any] = {"browser": browser} if browser != "off" else {}
+        crawled = await run_crawl(out, site.url("/"), frontier="sqlite", wacz=True, **extra)
+        assert crawled.status == "completed", crawled.reason
+        warcs_before = sorted(p.name for p in (out / "warcs").iterdir())
+        (wacz,) = out.glob("*.wacz")
+        packaged = wacz.stat().st_mtime_ns
+        hits_before = len(site.log)
+        code = await asyncio.to_thread(main, ["patch", str(out), "--page-timeout", "120"])
+        assert code == 0
+        fetched = [hit.path_qs for hit in site.log[hits_before:]]
+    lines = qa_lines(out)
+    left = {(m["method"], m["url"]) for line in lines.values() for m in line["misses"]}
+    assert left == ({("POST", site.url("/api/search"))} if browser == "off" else set()), left
+    assert all(not line["navigations_cut_short"] for line in lines.values())
+    assert [url for url, line in lines.items() if line["status"] == "complete"] != []
+    have = archived(out)
+    for path in ("/img/dynamic.png", "/fonts/computed.woff2", "/img/card.png",
+                 "/api/frame.json", "/app/chunks/guide.js", "/app/data/guide.json"):  # fmt: skip
+        assert "GET " + site.url(path) in have, path
+        if browser == "off":  # the static crawl lacked them all: the patch fetched them
+            assert path in fetched, (path, fetched)
+    assert fetched and len(fetched) == len(set(fetched)), fetched  # each once
+    assert "GET " + site.url("/api/news.json?_=T") in have
+    assert sorted(p.name for p in (out / "warcs").iterdir()) != warcs_before  # new files
+    assert set(warcs_before) <= {p.name for p in (out / "warcs").iterdir()}  # none touched
+    assert wacz.stat().st_mtime_ns > packaged
+    state = json.loads((out / "state" / "crawl.json").read_text())
+    assert state["status"] == "completed" and len(state["runs"]) >= 2

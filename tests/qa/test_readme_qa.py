@@ -7,6 +7,7 @@ from __future__ import annotations
 import asyncio
 import json
 from pathlib import Path
+from typing import Any
 
 from tests.conftest import run_crawl
 from tests.docs.registry import documents
@@ -15,6 +16,7 @@ from tests.support.hard_site import HardSite
 from tests.support.tools import tools_venv
 
 FAIL_ON_MISS = ".venv/bin/archiver qa crawls/example --fail-on-miss"
+PATCH = ".venv/bin/archiver patch crawls/example"
 ONE_PAGE = ".venv/bin/archiver qa crawls/example --url https://example.org/about --follow-links 0"
 PYWB = ".venv/bin/archiver qa crawls/example --replayer pywb --pywb-venv ~/.pywb --fresh"
 RWP = (
@@ -24,12 +26,12 @@ RWP = (
 RWP_PACKAGE = Path(__file__).resolve().parents[2] / ".venv-tools/replaywebpage-2.5.3/package"
 
 
-def lines(crawl: Path) -> dict[str, dict[str, object]]:
+def lines(crawl: Path) -> dict[str, dict[str, Any]]:
     text = (crawl / "qa.jsonl").read_text()
     return {line["url"]: line for line in map(json.loads, text.splitlines())}
 
 
-@documents(ONE_PAGE, FAIL_ON_MISS)
+@documents(ONE_PAGE, FAIL_ON_MISS, PATCH)
 async def test_qa_of_a_static_crawl_as_written(
     doc: DocShell, tmp_path: Path, chromium_installed: None
 ) -> None:
@@ -42,10 +44,15 @@ async def test_qa_of_a_static_crawl_as_written(
         assert one.returncode == 0, one.stderr
         assert list(lines(crawl)) == [site.url("/about.html")]
         strict = await asyncio.to_thread(doc.run, FAIL_ON_MISS, cwd=cwd)
-    assert strict.returncode == 1, strict.stderr  # the home page stays incomplete
-    checked = lines(crawl)
-    assert len(checked) == 4 and checked[site.url("/")]["status"] == "incomplete"
-    assert "4 pages: 1 complete, 2 incomplete, 1 unreplayable" in strict.stdout
+        assert strict.returncode == 1, strict.stderr  # the home page stays incomplete
+        checked = lines(crawl)
+        assert len(checked) == 4 and checked[site.url("/")]["status"] == "incomplete"
+        assert "4 pages: 1 complete, 2 incomplete, 1 unreplayable" in strict.stdout
+        patched = await asyncio.to_thread(doc.run, PATCH, cwd=cwd)
+    assert patched.returncode == 0, patched.stderr
+    left = {m["url"] for line in lines(crawl).values() for m in line["misses"]}
+    assert left == {site.url("/api/search")}  # a POST: listed, not fetched
+    assert "not fetched: " + site.url("/api/search") in patched.stdout
 
 
 @documents(PYWB, RWP)
