@@ -424,7 +424,28 @@ def cmd_crawl(args: argparse.Namespace) -> int:
         display.print_summary(result)
     else:
         sys.stderr.write(final_line(result) + "\n")
+    if settings.qa and result.exit_code == EXIT_OK and result.output is not None:
+        return _prove(settings, Path(result.output))
     return int(result.exit_code)
+
+
+def _prove(settings: Settings, crawl_dir: Path) -> int:
+    """``--qa``: the finished crawl checked and patched (``archiver patch``), its outcome
+    printed. The crawl's exit code stands (``archiver qa DIR --fail-on-miss`` afterwards exits
+    1 while pages stay incomplete, without checking them again)."""
+    from archiver.commands.qa import patch_summary  # noqa: PLC0415
+    from archiver.qa.options import QaOptions  # noqa: PLC0415
+    from archiver.run.patch import patch_crawl  # noqa: PLC0415
+
+    options = QaOptions(
+        tabs=settings.browser_tabs,
+        page_timeout=max(settings.page_timeout, 45.0),
+        chromium=settings.chromium,
+    )
+    sys.stderr.write(f"archiver: checking that every page of {crawl_dir} replays (--qa)\n")
+    patched = _run(patch_crawl(crawl_dir, options))
+    sys.stderr.write(patch_summary(patched))
+    return EXIT_OK
 
 
 def crawl_process(argv: Sequence[str]) -> int:

@@ -17,6 +17,7 @@ from archiver.run.crawler import EXIT_FAILED, EXIT_OK
 if TYPE_CHECKING:  # the check's modules load the browser stage: only when a check runs
     from archiver.qa.options import QaOptions
     from archiver.qa.run import QaResult
+    from archiver.run.patch import PatchResult
 
 
 def add_parser(sub: Any) -> None:
@@ -159,6 +160,21 @@ def add_patch_parser(sub: Any) -> None:
     )
 
 
+def patch_summary(result: PatchResult) -> str:
+    """What a patch did, one line per round and per URL not fetched, then the totals."""
+    out = [
+        f"  round {done.number}: {done.tried} URLs fetched ({done.captures} captures), "
+        f"{done.missing_after} missing after"
+        for done in result.rounds
+    ]
+    out += [f"  not fetched: {url}: {why}" for url, why in sorted(result.left.items())]
+    out.append(
+        f"archiver patch: {len(result.rounds)} rounds; {result.missing} URLs missing "
+        f"({len(result.left)} not fetchable)"
+    )
+    return "\n".join(out) + "\n"
+
+
 def cmd_patch(args: argparse.Namespace, out: TextIO | None = None) -> int:
     from archiver.errors import SettingsError  # noqa: PLC0415
     from archiver.qa.options import QaOptions  # noqa: PLC0415
@@ -174,17 +190,7 @@ def cmd_patch(args: argparse.Namespace, out: TextIO | None = None) -> int:
         chromium=args.chromium,
     )
     result = asyncio.run(patch_crawl(Path(args.path), options, rounds=args.rounds))
-    for done in result.rounds:
-        stream.write(
-            f"  round {done.number}: {done.tried} URLs fetched ({done.captures} captures), "
-            f"{done.missing_after} missing after\n"
-        )
-    for url, why in sorted(result.left.items()):
-        stream.write(f"  not fetched: {url}: {why}\n")
-    stream.write(
-        f"archiver patch: {len(result.rounds)} rounds; {result.missing} URLs missing "
-        f"({len(result.left)} not fetchable)\n"
-    )
+    stream.write(patch_summary(result))
     return EXIT_FAILED if args.fail_on_miss and result.missing else EXIT_OK
 
 
@@ -269,4 +275,4 @@ def cmd_qa(args: argparse.Namespace, out: TextIO | None = None) -> int:
     return EXIT_OK
 
 
-__all__ = ["add_parser", "add_patch_parser", "cmd_patch", "cmd_qa"]
+__all__ = ["add_parser", "add_patch_parser", "cmd_patch", "cmd_qa", "patch_summary"]

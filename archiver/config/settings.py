@@ -927,6 +927,14 @@ class Settings:
         "(urn:screenshot:URL).",
         parse_bool,
     )
+    qa: bool = setting(
+        False,
+        "browser",
+        "When the crawl completes, replay every page from the archive in Chromium (archiver "
+        "qa), fetch what is missing into the crawl and check again (archiver patch), so the "
+        "crawl ends proven: qa.jsonl and summary.json's qa say what is left.",
+        parse_bool,
+    )
 
     # [warc]
     warc_prefix: str | None = setting(

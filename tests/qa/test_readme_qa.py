@@ -17,6 +17,7 @@ from tests.support.tools import tools_venv
 
 FAIL_ON_MISS = ".venv/bin/archiver qa crawls/example --fail-on-miss"
 PATCH = ".venv/bin/archiver patch crawls/example"
+PROVEN = ".venv/bin/archiver crawl https://example.org/ --output crawls/proven --browser auto --qa"
 ONE_PAGE = ".venv/bin/archiver qa crawls/example --url https://example.org/about --follow-links 0"
 PYWB = ".venv/bin/archiver qa crawls/example --replayer pywb --pywb-venv ~/.pywb --fresh"
 RWP = (
@@ -79,3 +80,24 @@ async def test_second_opinions_as_written(
     assert len(checked) == 4
     assert {line["status"] for line in checked.values()} == {"complete"}
     assert {line["text_similarity"] for line in checked.values()} == {1.0}
+
+
+@documents(PROVEN)
+async def test_a_crawl_with_qa_ends_proven(
+    doc: DocShell, tmp_path: Path, chromium_installed: None
+) -> None:
+    """``--browser auto --qa`` in one command: the crawl, the check, the patch and the check
+    again; the chunk and data only a click loads were fetched, nothing is left missing."""
+    cwd = workdir(tmp_path)
+    async with HardSite() as site:
+        done = await asyncio.to_thread(
+            doc.run, PROVEN, cwd=cwd, replace={"https://example.org/": site.url("/")}, timeout=600
+        )
+    assert done.returncode == 0, done.stderr
+    assert "archiver patch: " in done.stderr
+    checked = lines(cwd / "crawls" / "proven")
+    assert len(checked) == 4
+    assert [m for line in checked.values() for m in line["misses"]] == []
+    assert checked[site.url("/app/")]["navigations"]  # the clicks were made, and served
+    summary = json.loads((cwd / "crawls" / "proven" / "summary.json").read_text())
+    assert summary["qa"]["missing_urls"] == 0 and summary["qa"]["pages"] == 4
