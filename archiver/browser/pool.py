@@ -40,6 +40,8 @@ class BrowserConfig:
     page_timeout: float = 30.0
     behaviors: tuple[str, ...] = ("autoscroll",)
     screenshots: bool = False
+    #: the screenshots show the whole page, not the top (up to ``MAX_FULL_PAGE_HEIGHT``)
+    full_page: bool = False
     window: tuple[int, int] = (1280, 960)
     user_agent: str | None = None
     """The browser's User-Agent (navigator.userAgent): the fetcher's, so that both agree."""
@@ -67,6 +69,7 @@ class BrowserConfig:
             timeout=self.page_timeout,
             behaviors=self.behaviors,
             screenshot=self.screenshots if screenshot is None else screenshot,
+            full_page=self.full_page,
             window=self.window,
             network_quiet=self.network_quiet,
             max_body=self.max_body,

@@ -932,7 +932,9 @@ class Settings:
         "browser",
         "When the crawl completes, replay every page from the archive in Chromium (archiver "
         "qa), fetch what is missing into the crawl and check again (archiver patch), so the "
-        "crawl ends proven: qa.jsonl and summary.json's qa say what is left.",
+        "crawl ends proven: qa.jsonl and summary.json's qa say what is left. Each page loaded "
+        "in the browser has its text and full-page screenshot stored as resource records "
+        "(urn:text:URL, urn:screenshot-full:URL), what the check compares the replay with.",
         parse_bool,
     )
 

@@ -10,6 +10,11 @@ from archiver.browser.page import PageOptions
 from archiver.browser.pool import BrowserConfig
 from archiver.errors import SettingsError
 
+#: The resource records a crawl with ``--qa`` stores for each page its browser loaded: the
+#: page's rendered text and its full-page screenshot, what a replay is compared with.
+TEXT_PREFIX = "urn:text:"
+FULL_SCREENSHOT_PREFIX = "urn:screenshot-full:"
+
 
 @dataclass(frozen=True, slots=True)
 class QaOptions:
@@ -71,4 +76,12 @@ def browser_config(crawl_dir: Path, options: QaOptions, name: str) -> BrowserCon
     )
 
 
-__all__ = ["Page", "QaOptions", "Reference", "browser_config", "page_options"]
+__all__ = [
+    "FULL_SCREENSHOT_PREFIX",
+    "TEXT_PREFIX",
+    "Page",
+    "QaOptions",
+    "Reference",
+    "browser_config",
+    "page_options",
+]

@@ -48,14 +48,11 @@ from archiver.qa.check import (
     SharedArchive,
 )
 from archiver.qa.image import ImageError, screenshot_similarity
-from archiver.qa.options import Page, QaOptions, Reference
+from archiver.qa.options import FULL_SCREENSHOT_PREFIX, TEXT_PREFIX, Page, QaOptions, Reference
 from archiver.qa.text import text_similarity
 
 QA_LINES = "qa.jsonl"
 QA_DIR = "qa"
-#: The resource records a browser crawl stores for each page (see the module docstring).
-TEXT_PREFIX = "urn:text:"
-FULL_SCREENSHOT_PREFIX = "urn:screenshot-full:"
 SAMPLE_SEED = 28
 
 

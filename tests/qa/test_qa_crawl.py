@@ -339,3 +339,21 @@ async def test_patch_fetches_what_the_check_found_missing(tmp_path: Path, browse
     assert wacz.stat().st_mtime_ns > packaged
     state = json.loads((out / "state" / "crawl.json").read_text())
     assert state["status"] == "completed" and len(state["runs"]) >= 2
+
+
+async def test_a_browser_crawl_with_qa_keeps_what_each_page_showed(tmp_path: Path) -> None:
+    """With ``--qa`` the crawl stores each browser page's text and full-page screenshot as
+    resource records; the check compares the replay with them, no live site needed."""
+    out = tmp_path / "crawl"
+    async with HardSite() as site:
+        done = await run_crawl(out, site.url("/"), browser="all", browser_tabs=2, qa=True)
+        assert done.status == "completed", done.reason
+    index = (out / "index.cdxj").read_text()
+    for page in (site.url("/"), site.url("/about.html")):
+        assert f'"url": "urn:text:{page}"' in index
+        assert f'"url": "urn:screenshot-full:{page}"' in index
+    lines = await check(out, follow=0)
+    for url, line in lines.items():
+        assert line["reference"] == "crawl", url
+        assert line["text_similarity"] == 1.0, url
+        assert line["screenshot_similarity"] > 0.95, url
