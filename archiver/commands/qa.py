@@ -225,7 +225,8 @@ def summary_text(result: QaResult) -> str:
     t = result.totals
     return (
         f"archiver qa: {t['pages']} pages: {t['complete']} complete, {t['incomplete']} "
-        f"incomplete, {t['unreplayable']} unreplayable, {t['failed']} failed; "
+        f"incomplete, {t['unreplayable']} unreplayable, {t.get('differs', 0)} differ, "
+        f"{t['failed']} failed; "
         f"{t['missing_urls']} URLs missing, {t['fuzzy_urls']} served by fuzzy matching "
         f"({result.checked_now} checked now; details in {result.lines})"
     )

@@ -584,7 +584,7 @@ QA_PAGES_LISTED = 200
 QA_MISSES_LISTED = 50
 #: A screenshot larger than this is not inlined (the report stays small).
 QA_MAX_INLINE = 4 * 1024 * 1024
-_QA_ORDER = {"failed": 0, "incomplete": 1, "unreplayable": 2, "complete": 3}
+_QA_ORDER = {"failed": 0, "incomplete": 1, "differs": 2, "unreplayable": 3, "complete": 4}
 
 
 def qa_lines(crawl_dir: Path) -> list[dict[str, Any]]:
@@ -629,6 +629,7 @@ def _qa(crawl_dir: Path, totals: Any) -> str | None:
         ("complete", t.get("complete", 0)),
         ("incomplete (URLs missing)", t.get("incomplete", 0)),
         ("unreplayable (a WebSocket: no fetch can fix it)", t.get("unreplayable", 0)),
+        ("differs (nothing missing, yet reads unlike the crawl's page)", t.get("differs", 0)),
         ("failed (the page itself could not be replayed)", t.get("failed", 0)),
         ("URLs missing", t.get("missing_urls", 0)),
         ("URLs served by fuzzy matching (another capture)", t.get("fuzzy_urls", 0)),

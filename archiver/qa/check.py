@@ -39,6 +39,11 @@ STATUS_COMPLETE = "complete"
 STATUS_INCOMPLETE = "incomplete"
 STATUS_UNREPLAYABLE = "unreplayable"
 STATUS_FAILED = "failed"
+#: nothing missing, yet the replay reads unlike what the crawl saw (a script that fails in
+#: replay, a replay tool's rewriting): see the page's console errors
+STATUS_DIFFERS = "differs"
+#: text similarity under which a page with nothing missing still ``differs``
+DIFFERS_BELOW = 0.9
 
 
 @dataclass(frozen=True, slots=True)
@@ -243,8 +248,10 @@ def _with_initiator(miss: Miss, result: PageResult) -> Miss:
 
 
 __all__ = [
+    "DIFFERS_BELOW",
     "NOT_ARCHIVED",
     "STATUS_COMPLETE",
+    "STATUS_DIFFERS",
     "STATUS_FAILED",
     "STATUS_INCOMPLETE",
     "STATUS_UNREPLAYABLE",

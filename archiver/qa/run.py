@@ -40,7 +40,9 @@ from typing import Any, Protocol
 from archiver.errors import LockedError, SettingsError
 from archiver.qa.archive import Archive, page_timestamp
 from archiver.qa.check import (
+    DIFFERS_BELOW,
     STATUS_COMPLETE,
+    STATUS_DIFFERS,
     STATUS_FAILED,
     STATUS_INCOMPLETE,
     STATUS_UNREPLAYABLE,
@@ -195,6 +197,8 @@ def page_line(
         line["reference_screenshot"] = f"{QA_DIR}/{name}"
     if result is not None and reference.text is not None:
         line["text_similarity"] = text_similarity(result.text, reference.text)
+        if check.status == STATUS_COMPLETE and line["text_similarity"] < DIFFERS_BELOW:
+            line["status"] = STATUS_DIFFERS
     if result is not None and result.screenshot and reference.screenshot:
         with contextlib.suppress(ImageError):
             line["screenshot_similarity"] = screenshot_similarity(
@@ -236,6 +240,7 @@ def totals(lines: Path) -> dict[str, Any]:
         STATUS_COMPLETE: statuses[STATUS_COMPLETE],
         STATUS_INCOMPLETE: statuses[STATUS_INCOMPLETE],
         STATUS_UNREPLAYABLE: statuses[STATUS_UNREPLAYABLE],
+        STATUS_DIFFERS: statuses[STATUS_DIFFERS],
         STATUS_FAILED: statuses[STATUS_FAILED],
         "missing_urls": len(missing),
         "fuzzy_urls": len(fuzzy),

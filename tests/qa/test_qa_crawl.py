@@ -193,7 +193,7 @@ async def test_a_check_resumes_and_the_cli_fails_on_misses_when_asked(
         assert section.count('<img alt="" src="data:image/png;base64,') >= 4  # replays shown
         assert "<script" not in report.lower()
     printed = capsys.readouterr().out
-    assert "4 pages: 1 complete, 2 incomplete, 1 unreplayable" in printed
+    assert "4 pages: 1 complete, 2 incomplete, 1 unreplayable, 0 differ" in printed
 
 
 async def test_pywb_as_a_second_opinion_lacks_what_the_archive_lacks(tmp_path: Path) -> None:
@@ -357,3 +357,40 @@ async def test_a_browser_crawl_with_qa_keeps_what_each_page_showed(tmp_path: Pat
         assert line["reference"] == "crawl", url
         assert line["text_similarity"] == 1.0, url
         assert line["screenshot_similarity"] > 0.95, url
+
+
+async def test_after_the_patch_the_replay_tools_render_every_page_as_it_is_live(
+    tmp_path: Path,
+) -> None:
+    """A ``--browser auto`` crawl patched: pywb and ReplayWeb.page, each in Chromium, serve
+    every URL the pages ask for, and show the text the live pages show. pywb's rewriting of
+    the application's module script fails in the page (a syntax error in its own rewritten
+    copy, ``js_``): nothing is missing there, and the check says the page differs, why, and
+    where; ReplayWeb.page, which does not rewrite scripts, renders it."""
+    out = tmp_path / "crawl"
+    package = Path(__file__).resolve().parents[2] / ".venv-tools/replaywebpage-2.5.3/package"
+    second = ["--fresh", "--live", "--follow-links", "0"]
+    async with HardSite() as site:
+        done = await run_crawl(out, site.url("/"), frontier="sqlite", wacz=True, browser="auto")
+        assert done.status == "completed", done.reason
+        assert await asyncio.to_thread(main, ["patch", str(out), "--page-timeout", "120"]) == 0
+        patched = qa_lines(out)
+        pywb_args = ["qa", str(out), "--replayer", "pywb", "--pywb-venv", str(tools_venv())]
+        assert await asyncio.to_thread(main, [*pywb_args, *second]) == 0
+        pywb = qa_lines(out)
+        rwp_args = ["qa", str(out), "--replayer", "rwp", "--replaywebpage", str(package)]
+        assert await asyncio.to_thread(main, [*rwp_args, *second]) == 0
+        rwp = qa_lines(out)
+    assert [m for line in patched.values() for m in line["misses"]] == []
+    for tool in (pywb, rwp):
+        assert len(tool) == 4
+        for url, line in tool.items():
+            assert line["misses"] == [] and line["replayer_misses"] == [], url
+    assert {url: line["text_similarity"] for url, line in rwp.items()} == dict.fromkeys(rwp, 1.0)
+    app = site.url("/app/")
+    assert {url: line["text_similarity"] for url, line in pywb.items() if url != app} == {
+        url: 1.0 for url in pywb if url != app
+    }
+    assert pywb[app]["status"] == "differs"
+    errors = [entry for entry in pywb[app]["console"] if "SyntaxError" in entry["text"]]
+    assert errors and "js_/" + site.url("/app/main.js") in errors[0]["url"]

@@ -48,7 +48,7 @@ async def test_qa_of_a_static_crawl_as_written(
         assert strict.returncode == 1, strict.stderr  # the home page stays incomplete
         checked = lines(crawl)
         assert len(checked) == 4 and checked[site.url("/")]["status"] == "incomplete"
-        assert "4 pages: 1 complete, 2 incomplete, 1 unreplayable" in strict.stdout
+        assert "4 pages: 1 complete, 2 incomplete, 1 unreplayable, 0 differ" in strict.stdout
         patched = await asyncio.to_thread(doc.run, PATCH, cwd=cwd)
     assert patched.returncode == 0, patched.stderr
     left = {m["url"] for line in lines(crawl).values() for m in line["misses"]}
