@@ -36,6 +36,19 @@ def _qa(crawl: Path, rundir: Path, *, tabs: int, follow: int) -> dict[str, Any]:
     return {**m.as_dict(), "totals": totals}
 
 
+def _patch(crawl: Path, rundir: Path, *, tabs: int) -> dict[str, Any]:
+    """``archiver patch`` on the static crawl (its qa.jsonl from the last check: 3 links)."""
+    argv = [str(ARCHIVER), "patch", str(crawl), "--browser-tabs", str(tabs), "--rounds", "5"]
+    m = measure.run(argv, log=rundir / "patch.log", timeout=3600, cwd=rundir)
+    summary = json.loads((crawl / "summary.json").read_text())
+    return {
+        **m.as_dict(),
+        "totals": summary.get("qa", {}),
+        "captures": summary.get("captures", 0),
+        "rounds": (rundir / "patch.log").read_text().count("  round "),
+    }
+
+
 def run(*, pages: int, rounds: int, tabs: int, keep: bool) -> dict[str, Any]:
     site_dir = WORK / "sites" / f"spa-{pages}"
     generate(site_dir, pages)
@@ -67,6 +80,8 @@ def run(*, pages: int, rounds: int, tabs: int, keep: bool) -> dict[str, Any]:
                 }
                 for follow in (0, 3):
                     row[f"qa{follow}"] = _qa(rundir / "crawl", rundir, tabs=tabs, follow=follow)
+                if mode == "static":
+                    row["patch"] = _patch(rundir / "crawl", rundir, tabs=tabs)
                 rows.append(row)
                 q0 = row["qa0"]
                 print(
@@ -124,5 +139,19 @@ def format_report(r: dict[str, Any]) -> str:
                 f"| {mode} | {label} | {pages:.0f} | {wall:.1f} | "
                 f"{pages / wall if wall else 0:.2f} | {cpu / pages if pages else 0:.3f} | "
                 f"{rss:.0f} | {missing} |"
+            )
+    patches = [row["patch"] for row in r["rows"] if "patch" in row]
+    if patches:
+        lines.append("")
+        lines.append(
+            "| archiver patch on the static crawl | rounds | wall s | CPU s | peak RSS MB "
+            "| pages checked | URLs missing after |"
+        )
+        lines.append("|---|---:|---:|---:|---:|---:|---:|")
+        for patch in patches:
+            lines.append(
+                f"| fetch what qa named, check again | {patch['rounds']} | {patch['wall_s']:.1f} "
+                f"| {patch['cpu_s']:.1f} | {patch['peak_rss_kb'] / 1024:.0f} "
+                f"| {patch['totals'].get('pages', 0)} | {patch['totals'].get('missing_urls', 0)} |"
             )
     return "\n".join(lines)
