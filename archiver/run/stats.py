@@ -288,6 +288,8 @@ class Summary:
     wacz_signed_by: str | None = None
     #: a crawl of several processes: how many, and each run of each
     processes: Mapping[str, Any] | None = None
+    #: the totals of the latest replay check (``archiver qa``, written by :mod:`archiver.qa`)
+    qa: Mapping[str, Any] | None = None
 
     @classmethod
     def counted(cls, stats: CrawlStats) -> Summary:
@@ -416,6 +418,7 @@ class Summary:
             "wacz_signing_error",
             "wacz_signed_by",
             "processes",
+            "qa",
         ):
             if data[optional] is None:
                 del data[optional]
@@ -473,6 +476,7 @@ class Summary:
             wacz_signing_error=_str(data.get("wacz_signing_error")),
             wacz_signed_by=_str(data.get("wacz_signed_by")),
             processes=_object(data.get("processes")),
+            qa=_object(data.get("qa")),
         )
 
 

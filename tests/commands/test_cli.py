@@ -135,6 +135,8 @@ def test_every_subcommand_has_help(capsys: pytest.CaptureFixture[str]) -> None:
         "ignore",
         "index",
         "keygen",
+        "patch",
+        "qa",
         "replay",
         "report",
         "serve-sample",
