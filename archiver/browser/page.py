@@ -23,7 +23,13 @@ The steps, all inside the page timeout:
    come from :func:`archiver.extract.links.extract_html` over that serialisation, so exactly
    the element kinds of the static extractor are read, after the scripts ran;
 6. optionally screenshots (:mod:`archiver.browser.screenshots`: the viewport, the whole page, a
-   thumbnail); then the tab is closed.
+   thumbnail);
+7. optionally an ``explore`` step the caller gives (:class:`archiver.browser.navigate.LinkWalk`
+   clicks links in the page), after the page was read, so that it does not change what was
+   read; then the tab is closed.
+
+With ``observe`` the page's console errors, WebSockets and the initiator of each request are
+collected as well (:mod:`archiver.browser.observe`).
 
 Waiting stops a few seconds before the page timeout so that the DOM can still be read: a page
 whose network never goes quiet (polling, a long download) is read as it is. The tab crashing,
@@ -37,15 +43,17 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import json
-from collections.abc import Mapping
+from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
 from archiver import urls
+from archiver.browser import observe
 from archiver.browser.behaviors import (
     DEFAULT_BEHAVIORS,
     BehaviorOptions,
     BehaviorReport,
+    PageControl,
     run_behaviors,
 )
 from archiver.browser.cdp import CommandError, CommandTimeoutError, Connection, Params, Session
@@ -57,6 +65,7 @@ from archiver.browser.errors import (
 )
 from archiver.browser.exchange import MAX_FULFILL_BODY, RequestHandler
 from archiver.browser.intercept import PATTERNS, Interceptor
+from archiver.browser.observe import ConsoleEntry, PageObserver
 from archiver.browser.screenshots import take_screenshots
 from archiver.extract.links import MAX_DECODED, Links, extract_html
 
@@ -141,6 +150,9 @@ QUIET_TIMEOUT = 10.0
 #: share of the time is about to end can still finish the step it began.
 COMMAND_GRACE = 2.0
 
+#: What the caller may do with the page once it was read (see :func:`load_page`).
+Explore = Callable[[PageControl, float], Awaitable[None]]
+
 
 @dataclass(frozen=True, slots=True)
 class PageOptions:
@@ -156,6 +168,10 @@ class PageOptions:
     network_quiet: float = 0.5
     max_body: int = MAX_FULFILL_BODY
     max_dom: int = MAX_DECODED
+    #: collect console errors, WebSockets and initiators (:mod:`archiver.browser.observe`)
+    observe: bool = False
+    #: a hash route (its fragment without the ``#``) to follow in the page once it loaded
+    route: str = ""
 
 
 @dataclass(frozen=True, slots=True)
@@ -204,6 +220,12 @@ class PageResult:
     popups: tuple[str, ...] = ()
     """The windows the page tried to open by itself (not by a behaviour's doing), none
     opened: the URLs, for the caller to follow as links."""
+    console: tuple[ConsoleEntry, ...] = ()
+    """Errors the page reported (with ``observe``)."""
+    sockets: tuple[str, ...] = ()
+    """WebSocket URLs the page tried to open (with ``observe``): the browser has no network."""
+    initiators: Mapping[str, str] = field(default_factory=dict)
+    """``BrowserRequest.network_id`` -> who made the request (with ``observe``)."""
 
 
 @dataclass
@@ -227,6 +249,7 @@ class _Tab:
     """How many of the interceptor's held navigations behaviours have been told of."""
     popups: list[str] = field(default_factory=list)
     """Windows that opened anyway (a new target), each closed at once: their URLs."""
+    observer: PageObserver | None = None
 
     def await_load(self, loader: str) -> None:
         """Wait for ``loader``'s load event from now on (set if it already fired)."""
@@ -325,11 +348,11 @@ async def load_page(
     url: str,
     handler: RequestHandler,
     options: PageOptions,
-    *,
-    route: str = "",
+    explore: Explore | None = None,
 ) -> PageResult:
     """Load ``url`` in a new tab of the browser behind ``connection`` (see the module doc);
-    with ``route`` (a hash route, without its ``#``), follow it in the page once it loaded."""
+    with ``options.route`` (a hash route), follow it in the page once it loaded;
+    ``explore(page, until)`` runs once the page was read, within the page timeout."""
     loop = asyncio.get_running_loop()
     started = loop.time()
     deadline = started + options.timeout
@@ -355,7 +378,9 @@ async def load_page(
             on_failure=lambda exc: session.end(BrowserError(f"the page was stopped: {exc!r}")),
         )
         tab = _Tab(connection, session, target, interceptor, options, deadline)
-        result = await _load(tab, url, started, route)
+        if options.observe:
+            tab.observer = PageObserver()
+        result = await _load(tab, url, started, explore)
         if interceptor.failure is not None:
             raise interceptor.failure
         return result
@@ -376,7 +401,7 @@ async def load_page(
         await _close_target(connection, target)
 
 
-async def _load(tab: _Tab, url: str, started: float, route: str) -> PageResult:
+async def _load(tab: _Tab, url: str, started: float, explore: Explore | None) -> PageResult:
     session, options = tab.session, tab.options
     await _prepare(tab, session, top=True)
     reserve = min(MAX_RESERVE, options.timeout / 4)
@@ -394,8 +419,8 @@ async def _load(tab: _Tab, url: str, started: float, route: str) -> PageResult:
     tab.stage = "waiting for the network to go quiet"
     until = min(soft_deadline, tab.now() + QUIET_TIMEOUT)
     quiet = await tab.settle(options.network_quiet, until)
-    if route:
-        quiet = await _follow_route(tab, route, soft_deadline)
+    if options.route:
+        quiet = await _follow_route(tab, options.route, soft_deadline)
     popups = await tab.take_popups(until=soft_deadline)
     tab.take_navigations()  # the page's own, before any behaviour: not one's doing
     behaviors = await _behave(tab, soft_deadline)
@@ -414,6 +439,9 @@ async def _load(tab: _Tab, url: str, started: float, route: str) -> PageResult:
         screenshots = await take_screenshots(
             session, options.screenshots, options.window, tab.remaining()
         )
+    if explore is not None:
+        tab.stage = "exploring the page"
+        await explore(tab, soft_deadline)
     final_url = str(dom.get("url") or url)
     html = str(dom.get("html") or "")
     interceptor = tab.interceptor
@@ -435,6 +463,9 @@ async def _load(tab: _Tab, url: str, started: float, route: str) -> PageResult:
         behaviors=behaviors,
         routes=hash_routes(dom.get("hashed") or ()),
         popups=tuple(popups),
+        console=tuple(tab.observer.console) if tab.observer else (),
+        sockets=tuple(tab.observer.sockets) if tab.observer else (),
+        initiators=dict(tab.observer.initiators) if tab.observer else {},
     )
 
 
@@ -508,6 +539,9 @@ async def _prepare(tab: _Tab, session: Session, *, top: bool) -> None:
             ("Page.setLifecycleEventsEnabled", {"enabled": True}),
             ("Inspector.enable", {}),
         ]
+    if tab.observer is not None:
+        tab.observer.watch(session)
+        commands += observe.COMMANDS
     replies = await asyncio.gather(
         *(session.send(method, params, timeout=tab.remaining()) for method, params in commands),
         return_exceptions=True,

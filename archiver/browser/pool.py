@@ -12,6 +12,7 @@ leaks into the browser is given back.
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -29,7 +30,7 @@ from archiver.browser.chromium import (
 )
 from archiver.browser.errors import BrowserError, BrowserUnavailableError
 from archiver.browser.exchange import MAX_FULFILL_BODY, RequestHandler
-from archiver.browser.page import PageOptions, PageResult, load_page
+from archiver.browser.page import Explore, PageOptions, PageResult, load_page
 from archiver.browser.screenshots import KINDS
 from archiver.errors import SettingsError
 
@@ -78,12 +79,12 @@ class BrowserConfig:
         if self.restart_after < 1:
             raise SettingsError("restart_after", "must be at least 1")
 
-    def page_options(self, screenshots: tuple[str, ...] | None = None) -> PageOptions:
+    def page_options(self) -> PageOptions:
         return PageOptions(
             timeout=self.page_timeout,
             behaviors=self.behaviors,
             behavior_options=BehaviorOptions(self.click_selectors, self.behavior_scripts),
-            screenshots=self.screenshots if screenshots is None else screenshots,
+            screenshots=self.screenshots,
             window=self.window,
             network_quiet=self.network_quiet,
             max_body=self.max_body,
@@ -153,24 +154,23 @@ class BrowserPool:
         url: str,
         handler: RequestHandler,
         *,
-        screenshots: tuple[str, ...] | None = None,
+        options: PageOptions | None = None,
+        explore: Explore | None = None,
         route: str = "",
     ) -> PageResult:
         """Load ``url`` in a new tab, every request answered by ``handler``, and follow the hash
-        ``route`` in it if given (see :func:`archiver.browser.page.load_page`). Raises
+        ``route`` in it if given (see :func:`archiver.browser.page.load_page`); ``options``
+        replace the pool's page options for this page. Raises
         :class:`~archiver.browser.errors.BrowserError` (may be retried),
         :class:`~archiver.browser.errors.NavigationError`, or what the handler raised."""
+        page_options = options or self.config.page_options()
+        if route:
+            page_options = dataclasses.replace(page_options, route=route)
         async with self._slots:
             process = await self._current()
             self._busy += 1
             try:
-                result = await load_page(
-                    process.connection,
-                    url,
-                    handler,
-                    self.config.page_options(screenshots),
-                    route=route,
-                )
+                result = await load_page(process.connection, url, handler, page_options, explore)
             except BrowserError:
                 self.stats.failed += 1
                 if not process.alive and process is self._process:

@@ -57,6 +57,7 @@ from archiver.pipeline.parts import BrowserParts, RunContext
 from archiver.pipeline.recall import Recalled
 from archiver.pipeline.recording import text_capture
 from archiver.policy.sitemaps import is_sitemap
+from archiver.qa.options import FULL_SCREENSHOT_PREFIX, TEXT_PREFIX
 from archiver.timefmt import utcnow
 from archiver.warc.records import RecordFactory
 
@@ -66,7 +67,7 @@ ALL_PAGES = "--browser all"
 #: kind (:mod:`archiver.browser.screenshots`).
 SCREENSHOT_PREFIXES = {
     "view": "urn:screenshot:",
-    "full": "urn:screenshot-full:",
+    "full": FULL_SCREENSHOT_PREFIX,  # the name archiver qa reads its reference under
     "thumbnail": "urn:thumbnail:",
 }
 #: Request header fields the fetcher sets itself, or that describe the browser's connection.
@@ -224,7 +225,15 @@ class Browsing:
         self, capturer: Capturer, result: PageResult
     ) -> list[tuple[str, WrittenCapture]]:
         """Each screenshot of the page as a ``resource`` record of the lease: by kind, where
-        it was written."""
+        it was written; with ``--qa`` the page's text too (``urn:text:URL``): with the whole
+        page's screenshot (which ``--qa`` takes), what ``archiver qa`` compares the replay
+        with. A hash route's ``#`` is escaped in the records' URIs."""
+        if self.browser.references:
+            url = capturer.lease.item.url.replace("#", "%23")
+            text = result.text.encode("utf-8", "replace")
+            await capturer.write(
+                self.factory.resource(TEXT_PREFIX + url, "text/plain; charset=utf-8", text)
+            )
         written = []
         for kind, picture in result.screenshots.items():
             uri = screenshot_uri(capturer.lease.item.url, kind)

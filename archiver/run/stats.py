@@ -16,13 +16,13 @@ from __future__ import annotations
 
 import dataclasses
 import heapq
-import time
 from collections import Counter
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, TypeVar
 
 from archiver.pipeline.counters import BrowserCounters, CrawlStats
+from archiver.timefmt import rfc3339_at
 
 #: name -> count: by status class, MIME type, host; failures and skips by reason
 Table = Mapping[str, int]
@@ -307,6 +307,8 @@ class Summary:
     wacz_signed_by: str | None = None
     #: a crawl of several processes: how many, and each run of each
     processes: Mapping[str, Any] | None = None
+    #: the totals of the latest replay check (``archiver qa``, written by :mod:`archiver.qa`)
+    qa: Mapping[str, Any] | None = None
 
     @classmethod
     def counted(cls, stats: CrawlStats) -> Summary:
@@ -314,7 +316,7 @@ class Summary:
         elapsed = stats.elapsed
         rate_time = max(elapsed, 1e-9)
         return cls(
-            started=time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime(stats.started)),
+            started=rfc3339_at(stats.started),
             duration_seconds=round(elapsed, 3),
             captures=stats.captures,
             pages=stats.pages,
@@ -391,7 +393,7 @@ class Summary:
         )
         by_status = _added(s.by_status for s in summaries)
         return cls(
-            started=time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime(started)),
+            started=rfc3339_at(started),
             duration_seconds=round(rate_time, 3),
             captures=captures,
             pages=pages,
@@ -435,6 +437,7 @@ class Summary:
             "wacz_signing_error",
             "wacz_signed_by",
             "processes",
+            "qa",
         ):
             if data[optional] is None:
                 del data[optional]
@@ -492,6 +495,7 @@ class Summary:
             wacz_signing_error=_str(data.get("wacz_signing_error")),
             wacz_signed_by=_str(data.get("wacz_signed_by")),
             processes=_object(data.get("processes")),
+            qa=_object(data.get("qa")),
         )
 
 

@@ -304,7 +304,8 @@ async def open_browser(run: Run, stages: Stages) -> BrowserParts | None:
             behaviors=s.behaviors,
             click_selectors=s.click_selector,
             behavior_scripts=behavior_scripts(s),
-            screenshots=s.screenshots,
+            # --qa compares each page's replay with the whole page as the crawl saw it
+            screenshots=(*s.screenshots, "full") if s.qa else s.screenshots,
             user_agent=s.user_agent,
         )
     )
@@ -312,7 +313,7 @@ async def open_browser(run: Run, stages: Stages) -> BrowserParts | None:
     recall = Recall(
         stages.captured or MemoryCapturedUrls(), run.layout.warcs, max_body=MAX_FULFILL_BODY
     )
-    return BrowserParts(pool, recall, s.browser, MAX_FULFILL_BODY)
+    return BrowserParts(pool, recall, s.browser, MAX_FULFILL_BODY, references=s.qa)
 
 
 def writer_config(run: Run) -> WriterConfig:

@@ -9,6 +9,7 @@ import collections
 import gzip
 import json
 from collections.abc import Callable
+from dataclasses import replace
 from pathlib import Path
 
 import aiohttp
@@ -209,7 +210,8 @@ async def test_screenshots_of_the_viewport_the_whole_page_and_a_thumbnail(
     viewport is the window's width, the whole page as tall as the document, the thumbnail the
     viewport scaled to 320 px wide, a JPEG."""
     kinds = ("view", "full", "thumbnail")
-    result = await pool.load(spa.url("/"), handler, screenshots=kinds)
+    options = replace(pool.config.page_options(), screenshots=kinds)
+    result = await pool.load(spa.url("/"), handler, options=options)
     assert set(result.screenshots) == set(kinds)
     view_width, view_height, _ = decode_png(result.screenshots["view"])
     assert view_width == 1280 and 800 <= view_height <= 960, (view_width, view_height)
