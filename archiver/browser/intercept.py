@@ -87,6 +87,8 @@ class Interceptor:
         self.document_committed = False
         #: URLs the page tried to navigate its main frame to once loaded, at most MAX_LISTED
         self.navigations: list[str] = []
+        #: called when the page was held where it is (a navigation aborted)
+        self.on_hold: Callable[[], None] | None = None
         self._tasks: set[asyncio.Task[None]] = set()
         self._in_flight = 0
         self._last_change = asyncio.get_running_loop().time()
@@ -193,6 +195,8 @@ class Interceptor:
         in place of the document."""
         if len(self.navigations) < MAX_LISTED and url not in self.navigations:
             self.navigations.append(url)
+        if self.on_hold is not None:
+            self.on_hold()
         await _fail(session, request_id, "Aborted")
 
     async def _refuse(self, session: Session, params: Params, reason: str) -> None:

@@ -247,9 +247,21 @@ class _Tab:
     loaded: asyncio.Event = field(default_factory=asyncio.Event)
     navigations_taken: int = 0
     """How many of the interceptor's held navigations behaviours have been told of."""
+    load_aborted: bool = False
+    """A navigation held before the load event stopped the document's loading."""
     popups: list[str] = field(default_factory=list)
     """Windows that opened anyway (a new target), each closed at once: their URLs."""
     observer: PageObserver | None = None
+
+    def navigation_held(self) -> None:
+        """The page tried to navigate and was held. Before its load event, that ends the wait
+        for it: the navigation that began stopped the document's loading (the HTML Standard's
+        navigate algorithm aborts the active document's loads, and Chromium does so even when
+        the navigation then fails), so the event would never come; the page is read once its
+        network is quiet."""
+        if not self.loaded.is_set():
+            self.load_aborted = True
+            self.loaded.set()
 
     def await_load(self, loader: str) -> None:
         """Wait for ``loader``'s load event from now on (set if it already fired)."""
@@ -378,6 +390,7 @@ async def load_page(
             on_failure=lambda exc: session.end(BrowserError(f"the page was stopped: {exc!r}")),
         )
         tab = _Tab(connection, session, target, interceptor, options, deadline)
+        interceptor.on_hold = tab.navigation_held
         if options.observe:
             tab.observer = PageObserver()
         result = await _load(tab, url, started, explore)
@@ -416,6 +429,7 @@ async def _load(tab: _Tab, url: str, started: float, explore: Explore | None) ->
     tab.await_load(str(navigation.get("loaderId", "")))
     tab.stage = "waiting for the load event"
     load_event = await session.wait(tab.loaded, soft_deadline - tab.now())
+    load_event = load_event and not tab.load_aborted
     tab.stage = "waiting for the network to go quiet"
     until = min(soft_deadline, tab.now() + QUIET_TIMEOUT)
     quiet = await tab.settle(options.network_quiet, until)

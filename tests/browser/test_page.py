@@ -337,6 +337,21 @@ async def test_a_script_navigation_keeps_the_page_and_lists_where_it_went(
     assert documents == [spa.url("/jump.html")]
 
 
+async def test_a_page_that_navigates_before_its_load_event_is_not_waited_for(
+    browser_config: Callable[..., BrowserConfig], spa: SpaSite, handler: SiteHandler
+) -> None:
+    """The jump page navigates while it is parsed: the navigation held, the document's loading
+    was stopped and its load event never comes. The page is read once its network is quiet,
+    not at the deadline (half of a long page timeout is a bound no loaded machine reaches for a
+    page of one request)."""
+    async with BrowserPool(browser_config(page_timeout=120.0)) as slow:
+        result = await slow.load(spa.url("/jump.html"), handler)
+    assert result.title == "jump"
+    assert result.load_event is False
+    assert result.navigations == (spa.url("/item/2"),)
+    assert result.duration < 60.0, result.duration
+
+
 async def test_tabs_load_at_once_and_each_one_renders(
     browser_config: Callable[..., BrowserConfig], spa: SpaSite, handler: SiteHandler
 ) -> None:

@@ -93,6 +93,8 @@ async def run_behaviors(
     plan = planned(names, options)
     if not plan:
         return ()
+    if page.now() >= until:  # the page took all its time to load: none runs
+        return tuple(BehaviorReport(name, stopped="time") for name in plan)
     await page.evaluate(GUARD, until=until)
     await page.evaluate(NEW_LINKS, until=until)  # the links the page has before any behaviour
     reports = []
