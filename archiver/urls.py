@@ -519,3 +519,10 @@ def route_url(url: str) -> str | None:
     if not (sep and is_route(fragment)):
         return normal
     return normal + "#" + _FRAGMENT_ESCAPES.sub(lambda m: f"%{ord(m.group()):02X}", fragment)
+
+
+def page_record_uri(prefix: str, url: str) -> str:
+    """The URI of a resource record the crawl makes about a page (``urn:screenshot:URL``,
+    ``urn:text:URL``...): a hash route's ``#`` is escaped (``%23``), so that no WARC target
+    carries a fragment and the record of a route is not indexed as its document's."""
+    return prefix + url.replace("#", "%23")

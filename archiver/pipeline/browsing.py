@@ -202,11 +202,9 @@ class Browsing:
         await self._text_record(capturer, text)
 
     async def _text_record(self, capturer: Capturer, text: str | None) -> None:
-        """The page's text as a ``urn:text:`` record of the lease (``--text-records``; a hash
-        route's ``#`` escaped, as in its screenshots' URIs)."""
+        """The page's text as a ``urn:text:`` record of the lease (``--text-records``)."""
         if text is not None and self.context.settings.text_records:
-            url = capturer.lease.item.url.replace("#", "%23")
-            await capturer.write(text_capture(self.factory, url, text))
+            await capturer.write(text_capture(self.factory, capturer.lease.item.url, text))
 
     async def _failed(
         self, capturer: Capturer, ex: Exchange, written: WrittenCapture | None, exc: Exception
@@ -229,11 +227,9 @@ class Browsing:
         page's screenshot (which ``--qa`` takes), what ``archiver qa`` compares the replay
         with. A hash route's ``#`` is escaped in the records' URIs."""
         if self.browser.references:
-            url = capturer.lease.item.url.replace("#", "%23")
+            uri = urls.page_record_uri(TEXT_PREFIX, capturer.lease.item.url)
             text = result.text.encode("utf-8", "replace")
-            await capturer.write(
-                self.factory.resource(TEXT_PREFIX + url, "text/plain; charset=utf-8", text)
-            )
+            await capturer.write(self.factory.resource(uri, "text/plain; charset=utf-8", text))
         written = []
         for kind, picture in result.screenshots.items():
             uri = screenshot_uri(capturer.lease.item.url, kind)
@@ -409,7 +405,7 @@ def screenshot_uri(url: str, kind: str = "view") -> str:
     """A screenshot's record URI (``urn:screenshot:URL``, ``urn:screenshot-full:URL``,
     ``urn:thumbnail:URL``); a hash route's ``#`` is escaped, so that no WARC target carries a
     fragment."""
-    return SCREENSHOT_PREFIXES[kind] + url.replace("#", "%23")
+    return urls.page_record_uri(SCREENSHOT_PREFIXES[kind], url)
 
 
 def why_kind(why: str) -> str:

@@ -26,9 +26,12 @@ TEXT_PREFIX = "urn:text:"
 
 def text_capture(factory: records.RecordFactory, url: str, text: str) -> PendingCapture:
     """A page's text as a ``resource`` record ``urn:text:URL`` (``--text-records``; the name
-    Browsertrix Crawler gives the text it extracts), UTF-8 plain text."""
+    Browsertrix Crawler gives the text it extracts; a hash route's ``#`` escaped), UTF-8 plain
+    text."""
     return factory.resource(
-        TEXT_PREFIX + url, "text/plain; charset=utf-8", text.encode("utf-8", "replace")
+        urls.page_record_uri(TEXT_PREFIX, url),
+        "text/plain; charset=utf-8",
+        text.encode("utf-8", "replace"),
     )
 
 

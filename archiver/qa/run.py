@@ -37,6 +37,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Protocol
 
+from archiver import urls
 from archiver.errors import LockedError, SettingsError
 from archiver.qa.archive import Archive, page_timestamp
 from archiver.qa.check import (
@@ -143,8 +144,10 @@ def done_pages(lines: Path) -> set[str]:
 async def reference_of(page: Page, archive: SharedArchive, live: LiveLoader | None) -> Reference:
     """What the crawl saw of the page (see the module docstring)."""
     at = page_timestamp(page.ts)
-    text = await asyncio.to_thread(archive.resource, TEXT_PREFIX + page.url, at)
-    shot = await asyncio.to_thread(archive.resource, FULL_SCREENSHOT_PREFIX + page.url, at)
+    text_uri = urls.page_record_uri(TEXT_PREFIX, page.url)
+    shot_uri = urls.page_record_uri(FULL_SCREENSHOT_PREFIX, page.url)
+    text = await asyncio.to_thread(archive.resource, text_uri, at)
+    shot = await asyncio.to_thread(archive.resource, shot_uri, at)
     if text is not None or shot is not None:
         decoded = text.decode("utf-8", "replace") if text is not None else None
         return Reference(decoded, shot, "crawl")

@@ -22,9 +22,10 @@ know the effect of and ``search`` types into a form: both are for the crawls tha
 
 Before the first behaviour the page gets a guard against leaving it (a click or a submit that
 would navigate the tab is prevented, its target kept; a navigation by script is held by the
-page itself), and after each behaviour the links the document gained, the targets stopped and
-the windows the page tried to open are added to that behaviour's :class:`BehaviorReport`: the
-crawl log lists each behaviour's work per page and the summary adds it up.
+page itself), taken off after the last one; after each behaviour the links the document
+gained, the targets stopped and the windows the page tried to open are added to that
+behaviour's :class:`BehaviorReport`: the crawl log lists each behaviour's work per page and the
+summary adds it up.
 """
 
 from __future__ import annotations
@@ -38,6 +39,7 @@ from archiver.browser.behaviors.control import (
     GUARD,
     NEW_LINKS,
     TAKE_GUARDED,
+    UNGUARD,
     BehaviorOptions,
     BehaviorReport,
     BehaviorScript,
@@ -120,6 +122,7 @@ async def run_behaviors(
         report.found([url for url in opened if url.startswith(("http://", "https://"))])
         report.found(await page.evaluate(NEW_LINKS, until=until))
         reports.append(report)
+    await page.evaluate(UNGUARD, until=until)
     return tuple(reports)
 
 

@@ -19,6 +19,7 @@ Two page scripts are shared by every behaviour and run by the page between behav
   (``defaultPrevented``, as a router does); a click nobody handled that would leave the document
   is prevented and its target kept, to be queued as a link; a click to another fragment of the
   same document is let through (a hash router runs). A submit nobody handled is prevented too.
+  It is taken off (:data:`UNGUARD`) once the behaviours are done.
   Navigation by a script (``location.href = ...``) is no event: the page holds the tab there
   (:mod:`archiver.browser.page`).
 """
@@ -206,7 +207,7 @@ GUARD = """(() => {
   if (globalThis.__archiverGuard) return true;
   const guard = globalThis.__archiverGuard = {targets: [], blocked: 0};
   const here = () => location.href.split("#")[0];
-  addEventListener("click", (event) => {
+  guard.click = (event) => {
     if (event.defaultPrevented) return;
     const link = event.composedPath().find(
       (node) => node instanceof HTMLAnchorElement || node instanceof HTMLAreaElement);
@@ -219,12 +220,25 @@ GUARD = """(() => {
     event.preventDefault();
     guard.blocked += 1;
     if (guard.targets.length < 1000) guard.targets.push(href);
-  });
-  addEventListener("submit", (event) => {
+  };
+  guard.submit = (event) => {
     if (event.defaultPrevented) return;
     event.preventDefault();
     guard.blocked += 1;
-  });
+  };
+  addEventListener("click", guard.click);
+  addEventListener("submit", guard.submit);
+  return true;
+})()"""
+
+#: The guard taken off once the behaviours are done (what runs after them judges clicks by
+#: themselves: a click the guard prevented would look handled by the page).
+UNGUARD = """(() => {
+  const guard = globalThis.__archiverGuard;
+  if (!guard) return false;
+  removeEventListener("click", guard.click);
+  removeEventListener("submit", guard.submit);
+  delete globalThis.__archiverGuard;
   return true;
 })()"""
 
