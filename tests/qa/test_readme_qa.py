@@ -77,7 +77,7 @@ async def test_second_opinions_as_written(
         )
     assert rwp.returncode == 0, rwp.stderr
     checked = lines(crawl)
-    assert len(checked) == 4
+    assert len(checked) == 6  # four documents and the application's two hash routes
     assert {line["status"] for line in checked.values()} == {"complete"}
     assert {line["text_similarity"] for line in checked.values()} == {1.0}
 
@@ -87,7 +87,8 @@ async def test_a_crawl_with_qa_ends_proven(
     doc: DocShell, tmp_path: Path, chromium_installed: None
 ) -> None:
     """``--browser auto --qa`` in one command: the crawl, the check, the patch and the check
-    again; the chunk and data only a click loads were fetched, nothing is left missing."""
+    again; nothing is left missing (the chunk and data a click on a route loads were captured
+    with that route, a page of the crawl)."""
     cwd = workdir(tmp_path)
     async with HardSite() as site:
         done = await asyncio.to_thread(
@@ -96,8 +97,8 @@ async def test_a_crawl_with_qa_ends_proven(
     assert done.returncode == 0, done.stderr
     assert "archiver patch: " in done.stderr
     checked = lines(cwd / "crawls" / "proven")
-    assert len(checked) == 4
+    assert len(checked) == 6  # four documents and the application's two hash routes
     assert [m for line in checked.values() for m in line["misses"]] == []
     assert checked[site.url("/app/")]["navigations"]  # the clicks were made, and served
     summary = json.loads((cwd / "crawls" / "proven" / "summary.json").read_text())
-    assert summary["qa"]["missing_urls"] == 0 and summary["qa"]["pages"] == 4
+    assert summary["qa"]["missing_urls"] == 0 and summary["qa"]["pages"] == 6
