@@ -15,8 +15,11 @@ File rules:
   alone; ``warcinfo`` first in every file;
 * a capture is never split across files: rotation happens *before* a capture once the file has
   reached ``max_size`` (so a file can exceed it by at most one capture);
-* durability: each batch is written with ``os.write`` straight to the file (survives a killed
-  process); the file is fsynced at least every ``fsync_interval`` seconds, at rotation and at
+* memory: a record is compressed from its spool a chunk at a time and written as it goes
+  (:data:`READ_CHUNK`, :data:`WRITE_BUFFER`), so writing costs a few megabytes whatever the
+  size of a body;
+* durability: each capture is written with ``os.write`` straight to the file (survives a
+  killed process); the file is fsynced at least every ``fsync_interval`` seconds, at rotation and at
   close, and the directory after the ``.open`` rename (survives power loss);
 * a write error (disk full, I/O error) truncates the file back to the last whole capture, closes
   it, and fails every pending capture with :class:`~archiver.errors.WriteError`: loud, and no
@@ -69,7 +72,12 @@ except ImportError:  # pragma: no cover - isal is a dependency; zlib is the fall
     _zlib_impl, COMPRESSOR = zlib, "zlib"
 
 MAX_BATCH = 64
-FLUSH_BYTES = 4 * 1024 * 1024
+#: bytes of a spooled block read and compressed at a time
+READ_CHUNK = 1024 * 1024
+#: compressed bytes gathered before a ``write``: small captures go out in one call each, a large
+#: one in pieces of about this size; with :data:`READ_CHUNK` this bounds the writer's memory
+#: whatever the size of a record (about ``READ_CHUNK + 2 * WRITE_BUFFER``)
+WRITE_BUFFER = 1024 * 1024
 
 
 class _Compressor(Protocol):
@@ -133,6 +141,32 @@ class _OpenFile:
 
 
 WriteFn = Callable[[int, bytes | bytearray | memoryview], int]
+
+
+class _MemberOutput:
+    """Compressed bytes on their way to the file: gathered up to :data:`WRITE_BUFFER`, then
+    written, so a capture's members are never held whole in memory; ``produced`` counts every
+    byte handed in (a member's offset and length are differences of it)."""
+
+    __slots__ = ("_buffer", "_write", "produced")
+
+    def __init__(self, write: Callable[[bytearray], None]) -> None:
+        self._write = write
+        self._buffer = bytearray()
+        self.produced = 0
+
+    def add(self, data: bytes) -> None:
+        self.produced += len(data)
+        self._buffer += data
+        if len(self._buffer) >= WRITE_BUFFER:
+            self.flush()
+
+    def flush(self) -> None:
+        if self._buffer:
+            self._write(self._buffer)
+            self._buffer = bytearray()
+
+
 #: A capture waiting to be written, and the future its worker awaits.
 _Queued = tuple[PendingCapture, "asyncio.Future[WrittenCapture]"]
 
@@ -321,7 +355,9 @@ class Writer:
         info = self.factory.warcinfo(name, cfg.warcinfo_fields)
         handle = _OpenFile(open_path, fd, journal, info.record_id)
         try:
-            self._write_all(handle, self._member(info, handle))
+            out = self._output(handle)
+            self._write_member(out, info, handle)
+            out.flush()
         except OSError:
             os.close(fd)
             journal.close()
@@ -333,8 +369,12 @@ class Writer:
         self.stats.current_file = name
         return handle
 
-    def _member(self, record: PendingRecord, handle: _OpenFile) -> bytearray:
-        """One gzip member holding exactly one record."""
+    def _write_member(self, out: _MemberOutput, record: PendingRecord, handle: _OpenFile) -> int:
+        """Compress one record into one gzip member, streamed into ``out``; its length.
+
+        The block is read from its spool a chunk at a time and each chunk's compressed bytes go
+        to ``out`` at once, so a gigabyte body costs a chunk of memory, not the whole record
+        (twice: the member, then the capture's members joined)."""
         headers = list(record.headers)
         if record.record_type != "warcinfo":
             headers.append(("WARC-Warcinfo-ID", handle.warcinfo_id))
@@ -343,22 +383,22 @@ class Writer:
         compressor: _Compressor = _zlib_impl.compressobj(
             self.config.compress_level, zlib.DEFLATED, 31
         )
-        out = bytearray(compressor.compress(head))
+        start = out.produced
+        out.add(compressor.compress(head))
         block = record.block
         if isinstance(block, Spool):
-            if block.in_memory:
-                out += compressor.compress(block.getvalue())
-            else:
-                with block.open() as reader:
-                    while chunk := reader.read(1024 * 1024):
-                        out += compressor.compress(chunk)
+            for chunk in block.chunks(READ_CHUNK):
+                out.add(compressor.compress(chunk))
         else:
-            out += compressor.compress(block)
-        out += compressor.compress(b"\r\n\r\n")
-        out += compressor.flush()
-        return out
+            out.add(compressor.compress(block))
+        out.add(compressor.compress(b"\r\n\r\n"))
+        out.add(compressor.flush())
+        return out.produced - start
 
-    def _write_all(self, handle: _OpenFile, data: bytes | bytearray) -> None:
+    def _output(self, handle: _OpenFile) -> _MemberOutput:
+        return _MemberOutput(lambda data: self._write_all(handle, data))
+
+    def _write_all(self, handle: _OpenFile, data: bytes | bytearray | memoryview) -> None:
         view = memoryview(data)
         while view:
             written = self._write_fn(handle.fd, view)
@@ -395,10 +435,11 @@ class Writer:
         if handle is None:
             handle = self._file = self._open_new_file()
         start = handle.size
-        members = [self._member(record, handle) for record in capture.records]
+        out = self._output(handle)
         written: list[WrittenRecord] = []
-        offset = start
-        for record, member in zip(capture.records, members, strict=True):
+        for record in capture.records:
+            offset = start + out.produced
+            length = self._write_member(out, record, handle)
             written.append(
                 WrittenRecord(
                     record_type=record.record_type,
@@ -407,16 +448,15 @@ class Writer:
                     date=record.get("WARC-Date") or "",
                     filename=handle.final_name,
                     offset=offset,
-                    length=len(member),
+                    length=length,
                     status=capture.index.status if capture.index else None,
                     mime=capture.index.mime if capture.index else None,
                     payload_digest=record.get("WARC-Payload-Digest"),
                 )
             )
-            offset += len(member)
-        self._write_all(handle, b"".join(members))
+        out.flush()
         handle.good_size = handle.size
-        self.stats.records += len(members)
+        self.stats.records += len(written)
         self.stats.captures += 1
         result = WrittenCapture(handle.final_name, start, handle.size, tuple(written))
         primary = result.primary
