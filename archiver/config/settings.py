@@ -637,8 +637,12 @@ class Settings:
     max_urls_per_host: int | None = setting(
         None, "scope", "Per-host URL budget; 0 = no limit.", p_optional_int(1), metavar="N"
     )
-    max_links_per_page: int = setting(
-        10_000, "scope", "Links extracted from one page at most.", p_int(1), metavar="N"
+    max_links_per_page: int | None = setting(
+        10_000,
+        "scope",
+        "Links extracted from one page at most; 0 = no limit.",
+        p_optional_int(1),
+        metavar="N",
     )
     sitemaps: str = setting(
         "on",

@@ -29,6 +29,7 @@ from __future__ import annotations
 
 import functools
 import re
+import sys
 from collections.abc import Iterator
 from dataclasses import dataclass
 
@@ -76,7 +77,7 @@ def extract(
     content_encoding: str | None,
     *,
     max_decoded: int = MAX_DECODED,
-    max_links: int = MAX_LINKS,
+    max_links: int | None = MAX_LINKS,
 ) -> Links:
     """The links of a response body, by media type; other types have none.
 
@@ -155,11 +156,11 @@ class _Collector:
         "truncated",
     )
 
-    def __init__(self, base: str, document_url: str, max_links: int) -> None:
+    def __init__(self, base: str, document_url: str, max_links: int | None) -> None:
         self._base = base
         self._origin = _origin(base)
         self._own = urls.resolve(document_url, "")
-        self._max_links = max_links
+        self._max_links = sys.maxsize if max_links is None else max_links  # None: no limit
         self._cache: dict[str, str | None] = {}
         self.pages: dict[str, None] = {}  # dicts as insertion-ordered sets
         self.requisites: dict[str, None] = {}
@@ -279,7 +280,7 @@ _UTF8_SEQUENCE = re.compile(
 _BOMS = (b"\xef\xbb\xbf", b"\xff\xfe", b"\xfe\xff")
 
 
-def extract_html(body: bytes, url: str, *, max_links: int = MAX_LINKS) -> Links:
+def extract_html(body: bytes, url: str, *, max_links: int | None = MAX_LINKS) -> Links:
     """The links of an HTML document fetched from ``url`` (already content-decoded)."""
     tree = LexborHTMLParser(_html_input(body), encoding=True)
     base = _document_base(tree, url)
@@ -570,7 +571,7 @@ def _unescape_one(match: re.Match[str]) -> str:
     return "\ufffd"  # a backslash at the very end
 
 
-def extract_css(body: bytes, url: str, *, max_links: int = MAX_LINKS) -> Links:
+def extract_css(body: bytes, url: str, *, max_links: int | None = MAX_LINKS) -> Links:
     """The references of a stylesheet fetched from ``url``: all requisites, relative to it."""
     collect = _Collector(url, url, max_links)
     for ref in css_refs(_css_text(body)):

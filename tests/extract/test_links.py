@@ -589,6 +589,15 @@ def test_huge_page_stops_at_max_links() -> None:
     assert links.pages == tuple(f"{E}/p/{i}" for i in range(10_000))
 
 
+def test_no_limit_keeps_every_link() -> None:
+    """``max_links=None`` (``--max-links-per-page 0``): no cut, in HTML and CSS alike."""
+    body = "".join(f'<a href="/p/{i}">{i}</a>' for i in range(20_000)).encode()
+    links = extract_html(body, PAGE, max_links=None)
+    assert not links.truncated and len(links.pages) == 20_000
+    css = "".join(f"a{i}{{background:url(/i/{i}.png)}}" for i in range(20_000)).encode()
+    assert len(extract_css(css, PAGE, max_links=None).requisites) == 20_000
+
+
 def test_exactly_max_links_is_not_truncated() -> None:
     body = "".join(f'<a href="/p/{i}">{i}</a><a href="/p/{i}">dup</a>' for i in range(5)).encode()
     links = extract_html(body, PAGE, max_links=5)
