@@ -24,6 +24,8 @@ from archiver.commands.progress import Display
 from archiver.config.assemble import software_string
 from archiver.config.settings import Settings, load_settings, option_name, setting_fields
 from archiver.errors import ArchiverError, LockedError, SettingsError
+from archiver.processes.keeper import die_with_parent
+from archiver.processes.supervisor import CHILD_COMMAND, Supervisor, read_child_message
 from archiver.run.crawler import (
     EXIT_FAILED,
     EXIT_INTERRUPTED,
@@ -33,9 +35,7 @@ from archiver.run.crawler import (
     Crawler,
     CrawlResult,
 )
-from archiver.run.keeper import die_with_parent
 from archiver.run.stats import human_bytes
-from archiver.run.supervisor import CHILD_COMMAND, Supervisor, read_child_message
 from archiver.version import __version__
 
 PROG = "archiver"
@@ -423,7 +423,7 @@ def cmd_crawl(args: argparse.Namespace) -> int:
 
 def crawl_process(argv: Sequence[str]) -> int:
     """``archiver crawl-process --parent PID``: one crawler process of ``--processes N``,
-    started by its supervisor (:mod:`archiver.run.supervisor`), never by hand.
+    started by its supervisor (:mod:`archiver.processes.supervisor`), never by hand.
 
     Its settings and name come on standard input, which then stays open: EOF means the
     supervisor is gone. The kernel also sends SIGTERM then (prctl(2) ``PR_SET_PDEATHSIG``, set

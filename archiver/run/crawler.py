@@ -29,8 +29,11 @@ from archiver.config.settings import Settings
 from archiver.errors import ArchiverError, FrontierError, OutputError, WriteError
 from archiver.fetch.cookiestxt import CookieLine
 from archiver.frontier import Backend
-from archiver.frontier.base import Lease
-from archiver.models import MAX_REDIRECTS, FailReason, Outcome, TaskResult, WrittenCapture
+from archiver.models import MAX_REDIRECTS, FailReason, Outcome, TaskResult
+from archiver.pipeline.capture import Capturer
+from archiver.pipeline.counters import CrawlStats
+from archiver.pipeline.outcomes import WORKER_NAME
+from archiver.pipeline.pipeline import Pipeline
 from archiver.run import finish, wiring
 from archiver.run.finish import (
     EXIT_FAILED,
@@ -40,7 +43,6 @@ from archiver.run.finish import (
     EXIT_USAGE,
     CrawlResult,
 )
-from archiver.run.outcomes import WORKER_NAME
 from archiver.run.output import (
     STATUS_COMPLETED,
     STATUS_FAILED,
@@ -49,8 +51,6 @@ from archiver.run.output import (
     OutputLock,
     write_status,
 )
-from archiver.run.pipeline import Pipeline
-from archiver.run.stats import CrawlStats
 from archiver.timefmt import Clock, utcnow
 
 DISK_CHECK_SECONDS = 2.0
@@ -292,27 +292,26 @@ class Crawler:
             if self._stopping:
                 frontier.give_back(lease)
                 return
-            captures: list[WrittenCapture] = []
-            result = await self._process(pipeline, lease, captures)
+            capturer = pipeline.capturer(lease)
+            result = await self._process(pipeline, capturer)
             if result is None:
                 return  # the lease stays in flight: a resumed crawl fetches it again
             try:
-                await frontier.task_done(lease, _with_captures(result, captures))
+                await frontier.task_done(lease, capturer.with_captures(result))
             except FrontierError as exc:
                 self._stop(STATUS_INTERRUPTED, str(exc))
                 self.stages.log.error("frontier-error", url=lease.item.url, error=str(exc))
                 return
-            await pipeline.committed(captures)
+            await capturer.committed()
 
-    async def _process(
-        self, pipeline: Pipeline, lease: Lease, captures: list[WrittenCapture]
-    ) -> TaskResult | None:
+    async def _process(self, pipeline: Pipeline, capturer: Capturer) -> TaskResult | None:
         """The lease's outcome; None when the crawl must stop with the lease in flight."""
         assert self.stages is not None
         log = self.stages.log
+        lease = capturer.lease
         self._busy += 1
         try:
-            result = await pipeline.process(lease, captures)
+            result = await pipeline.process(capturer)
             if pipeline.limit is not None:
                 self._stop(STATUS_LIMIT, pipeline.limit)
             return result
@@ -346,18 +345,6 @@ def _browser_snapshot(stats: CrawlStats) -> dict[str, int]:
         "refused": sum(browser.refused.values()),
         "failed": browser.failed,
     }
-
-
-def _with_captures(result: TaskResult, captures: list[WrittenCapture]) -> TaskResult:
-    """The outcome as the frontier commits it: with every capture written for the lease."""
-    return TaskResult(
-        result.outcome,
-        captures=tuple(captures),
-        status=result.status,
-        reason=result.reason,
-        retry_after=result.retry_after,
-        unsent=result.unsent and not captures,
-    )
 
 
 async def crawl(settings: Settings, *, console: IO[str] | None = None) -> CrawlResult:

@@ -230,8 +230,8 @@ async def _close_stages(stages: Stages) -> None:
         await stages.dedup.close()
     if stages.previous is not None:
         await stages.previous.close()  # idempotent; also when the run stopped before wrapping
-    if stages.pages_file is not None:
-        stages.pages_file.close()
+    if stages.pages is not None:
+        stages.pages.close()
 
 
 def save_cookies(run: Run, stages: Stages) -> None:

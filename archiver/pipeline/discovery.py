@@ -9,20 +9,16 @@ is handed to the frontier, so a resumed crawl never loses the children of a done
 
 from __future__ import annotations
 
-import json
 from datetime import datetime
-
-import orjson
 
 from archiver import urls
 from archiver.extract import links
 from archiver.extract.decoding import ContentDecodingError
 from archiver.extract.links import CSS_TYPES, HTML_TYPES
 from archiver.models import CrawlItem, Exchange, Hop, SkipReason
+from archiver.pipeline.outcomes import Outcomes
+from archiver.pipeline.parts import Parts, RunContext
 from archiver.policy.sitemaps import is_sitemap
-from archiver.run.outcomes import Outcomes
-from archiver.run.parts import Parts, RunContext
-from archiver.timefmt import warc_date
 
 #: URLs remembered as recently queued or rejected (each set is cleared when it grows past this)
 RECENT_LIMIT = 200_000
@@ -39,7 +35,7 @@ class Discovery:
         self._frontier = parts.frontier
         self._scope = parts.scope
         self._sitemaps = parts.sitemaps
-        self._pages_file = parts.pages_file
+        self._pages = parts.pages
         self._outcomes = outcomes
         #: URLs recently queued, and (URL, hop) recently rejected by scope: repeats skip work
         self._recent_queued: set[str] = set()
@@ -146,14 +142,8 @@ class Discovery:
     def record_page(self, url: str, date: datetime, title: str | None) -> None:
         """List a page in ``pages.jsonl`` (the WACZ's page list): its URL, capture time and
         title."""
-        if self._pages_file is None:
-            return
-        entry = {"url": url, "ts": warc_date(date), "title": title}
-        try:
-            line = orjson.dumps(entry).decode("utf-8")
-        except TypeError:  # a lone surrogate in a title: orjson refuses it, escaped JSON keeps it
-            line = json.dumps(entry)
-        self._pages_file.write(line + "\n")
+        if self._pages is not None:
+            self._pages.add(url, date, title)
 
     async def put(self, items: list[CrawlItem]) -> None:
         """Scope-check discovered items and queue the accepted ones (the frontier drops the

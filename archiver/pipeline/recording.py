@@ -16,7 +16,7 @@ from archiver import urls
 from archiver.dedup.revalidation import Revalidation
 from archiver.extract.links import HTML_TYPES
 from archiver.models import Exchange, Original, WrittenCapture
-from archiver.run.parts import Parts, RunContext
+from archiver.pipeline.parts import Parts, RunContext
 from archiver.warc import records
 from archiver.warc.records import PendingCapture
 

@@ -11,10 +11,10 @@ import pytest
 
 from archiver.config.settings import Settings, load_settings
 from archiver.errors import OutputExistsError, SettingsError
-from archiver.run import merge
+from archiver.processes import merge
+from archiver.processes.supervisor import child_message, read_child_message, share
 from archiver.run.crawler import Crawler
 from archiver.run.output import Layout, prepare, write_status
-from archiver.run.supervisor import child_message, read_child_message, share
 from tests.conftest import fast_settings
 from tests.support.redis_server import RedisServer
 from tests.support.site import SiteServer, generated_site

@@ -35,10 +35,10 @@ that stops at a ``--max-*`` limit lets the others reach theirs (``--max-pages`` 
 crawler process sees its standard input close (and gets SIGTERM from the kernel: prctl(2)
 ``PR_SET_PDEATHSIG``), stops at once and exits; the keeper then stops redis-server. Nothing is
 left running, and the next run resumes: it waits for processes still stopping, reaps a
-redis-server left behind (:mod:`archiver.run.redisserver`), and starts the same names again.
+redis-server left behind (:mod:`archiver.processes.redisserver`), and starts the same names again.
 
 Figures. Each crawler process prints a JSON stats line every second; the supervisor keeps the
-latest of each and shows their sum (:mod:`archiver.run.merge`), and writes the crawl's
+latest of each and shows their sum (:mod:`archiver.processes.merge`), and writes the crawl's
 ``summary.json`` from the processes' own summaries.
 """
 
@@ -63,7 +63,9 @@ from archiver.config.settings import Settings
 from archiver.errors import ArchiverError, LockedError, OutputError
 from archiver.frontier import open_backend
 from archiver.frontier.config import REDIS_SCHEMES
-from archiver.run import finish, merge, wiring
+from archiver.processes import merge
+from archiver.processes.redisserver import PrivateRedis, redis_binary
+from archiver.run import finish, wiring
 from archiver.run.finish import CrawlResult
 from archiver.run.log import crawl_logger
 from archiver.run.output import (
@@ -79,7 +81,6 @@ from archiver.run.output import (
     write_json_atomic,
     write_status,
 )
-from archiver.run.redisserver import PrivateRedis, redis_binary
 from archiver.run.resume import repair_open_warcs
 from archiver.urls import redact_url
 from archiver.version import __version__
