@@ -272,7 +272,7 @@ async def test_a_hundred_thousand_ignores_apply_at_start_and_grow_by_a_line(
     await until(lambda: exclusions.version == 2)  # the load, then the appended line
     grown = exclusions.ignores
     assert len(grown.patterns) == 100_001
-    assert grown._lines[lines[0]] is loaded._lines[lines[0]]  # noqa: SLF001 - not compiled again
+    assert grown._lines[lines[0]] is loaded._lines[lines[0]]
     release.set()
     result = await task
 
