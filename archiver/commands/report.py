@@ -29,6 +29,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from archiver import atomicfile
 from archiver.errors import ArchiverError
 from archiver.run.stats import human_bytes
 from archiver.version import __version__
@@ -621,7 +622,5 @@ def write_report(crawl_dir: Path, output: Path) -> Path:
     """Write the HTML report of the crawl in ``crawl_dir`` to ``output``; returns ``output``."""
     summary = read_summary(crawl_dir)
     text = render(crawl_dir, summary, scan_logs(crawl_dir))
-    tmp = output.with_name(output.name + ".tmp")
-    tmp.write_text(text, encoding="utf-8")
-    tmp.replace(output)
+    atomicfile.write_text(output, text, fsync=False)
     return output

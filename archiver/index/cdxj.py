@@ -24,6 +24,7 @@ import tempfile
 from collections.abc import Iterable, Iterator
 from pathlib import Path
 
+from archiver import atomicfile
 from archiver.index.postquery import PostKey, post_key
 from archiver.index.surtkey import surt_key
 from archiver.models import WrittenRecord
@@ -406,14 +407,10 @@ def write_lines_atomically(path: Path, lines: Iterable[str]) -> int:
     half-written index, even when the process dies mid-write.
     """
     count = 0
-    tmp = path.with_name(path.name + ".tmp")
-    with open(tmp, "w", encoding="utf-8") as fh:
+    with atomicfile.replacing(path) as fh:
         for line in lines:
             fh.write(line + "\n")
             count += 1
-        fh.flush()
-        os.fsync(fh.fileno())
-    os.replace(tmp, path)
     return count
 
 
