@@ -18,7 +18,6 @@ from __future__ import annotations
 
 import asyncio
 import os
-import shutil
 import time
 import traceback
 from collections.abc import Callable
@@ -35,6 +34,7 @@ from archiver.pipeline.counters import CrawlStats
 from archiver.pipeline.outcomes import WORKER_NAME
 from archiver.pipeline.pipeline import Pipeline
 from archiver.run import finish, wiring
+from archiver.run.disk import DiskGuard, Reserve
 from archiver.run.finish import (
     EXIT_FAILED,
     EXIT_INTERRUPTED,
@@ -96,6 +96,7 @@ class Crawler:
         self._final: tuple[str, str | None] | None = None
         self._busy = 0
         self._cookies: tuple[CookieLine, ...] = ()
+        self._loop: asyncio.AbstractEventLoop | None = None
 
     # -- control ----------------------------------------------------------------------------
 
@@ -152,6 +153,7 @@ class Crawler:
     async def run(self) -> CrawlResult:
         """Run the crawl to completion, a limit, a stop request or a fatal error."""
         self._stop_event = asyncio.Event()
+        self._loop = asyncio.get_running_loop()
         seeds = seed_list(self.settings)
         self._cookies = cookie_file(self.settings)  # a bad file is a usage error, before output
         check_browser(self.settings)  # Chromium missing: a usage error, before output
@@ -170,13 +172,27 @@ class Crawler:
             if previous is not None:
                 await previous.close()
             return finish.already_completed(layout)
-        write_status(layout, start.status)
-        crawl_log = wiring.open_log(settings, layout, self.options.console)
+        reserve = Reserve(layout)
+        try:  # the first writes: a disk already full stops here, before anything else
+            write_status(layout, start.status)
+            reserve.hold()
+            crawl_log = wiring.open_log(
+                settings, layout, self.options.console, on_failure=self._log_failed
+            )
+            guard = DiskGuard(layout, settings.min_free_disk)
+        except (OSError, OutputError) as exc:
+            reserve.release()
+            if previous is not None:
+                await previous.close()
+            why = str(exc) if isinstance(exc, OutputError) else _cannot_write(exc)
+            return finish.not_started(layout, start.status, why, resumed=start.resumed)
         stages = self.stages = wiring.Stages(
             crawl_log,
             crawl_log.bind(),
             previous=previous,
             frontier=self.options.backend.frontier if self.options.backend else None,
+            guard=guard,
+            reserve=reserve,
         )
         run = wiring.Run(
             settings,
@@ -190,7 +206,7 @@ class Crawler:
         status: str = STATUS_FAILED
         reason: str | None = "not started"
         try:
-            self._check_disk(at_start=True)
+            self._check_space(guard, at_start=True)
             await wiring.assemble(run, stages, self.options)
             assert stages.pipeline is not None
             await stages.pipeline.put(wiring.seed_items(run, stages.sitemaps))
@@ -203,7 +219,17 @@ class Crawler:
             status, reason = await finish.finish(
                 run, stages, status, reason, immediate=self._immediate
             )
+        if guard.check_held() is not None:
+            return finish.unrecorded_result(layout, status, reason, resumed=run.resumed)
         return finish.crawl_result(layout, status, reason, start.status, resumed=run.resumed)
+
+    def _log_failed(self, exc: OSError) -> None:
+        """The crawl log cannot be written (a full disk): stop, resumably. Called from whatever
+        was logging, maybe not on the event loop's thread."""
+        if self._loop is not None:
+            self._loop.call_soon_threadsafe(
+                self._stop, STATUS_INTERRUPTED, f"crawl log: {_cannot_write(exc)}"
+            )
 
     async def _crawl(self) -> tuple[str, str | None]:
         """Workers until the frontier joins (every URL done), a stop request, or a bug."""
@@ -250,9 +276,11 @@ class Crawler:
             await asyncio.wait(alive, timeout=min(0.1, max(deadline - time.monotonic(), 0)))
 
     async def _monitor(self) -> None:
-        """Time limit and free disk space, checked every couple of seconds; committed WARC
-        files sealed as they are."""
-        assert self.stages is not None
+        """Time limit, the output directory and free disk space, checked every couple of
+        seconds (the writer checks the directory and the space before every batch too);
+        committed WARC files sealed as they are."""
+        assert self.stages is not None and self.stages.guard is not None
+        guard = self.stages.guard
         limit = self.settings.max_duration
         while True:
             await asyncio.sleep(
@@ -261,24 +289,24 @@ class Crawler:
             if limit is not None and self.stats.elapsed >= limit:
                 self._stop(STATUS_LIMIT, f"max-duration of {limit:g} s reached")
                 return
+            lost = guard.check_held()
+            if lost is not None:  # whatever is in flight would be written into nothing
+                self.stages.log.error("output-lost", error=lost)
+                self._stop(STATUS_INTERRUPTED, lost, immediate=True)
+                return
             try:
-                self._check_disk()
+                self._check_space(guard)
             except OutputError as exc:
                 self.stages.log.error("disk-space", error=str(exc))
                 self._stop(STATUS_INTERRUPTED, str(exc))
                 return
             await finish.seal_committed(self.stages)
 
-    def _check_disk(self, *, at_start: bool = False) -> None:
-        floor = self.settings.min_free_disk
-        if floor is None:
-            return
-        free = shutil.disk_usage(self.layout.root).free
-        if free < floor:
-            raise OutputError(
-                f"only {free / 1e9:.2f} GB free in {self.layout.root} "
-                f"(--min-free-disk {floor / 1e9:.2f} GB){'; not starting' if at_start else ''}"
-            )
+    @staticmethod
+    def _check_space(guard: DiskGuard, *, at_start: bool = False) -> None:
+        low = guard.check_space(at_start=at_start)
+        if low is not None:
+            raise OutputError(low)
 
     # -- one worker -------------------------------------------------------------------------
 
@@ -333,6 +361,12 @@ class Crawler:
             return TaskResult(Outcome.FAILED, reason=FailReason.INTERNAL)
         finally:
             self._busy -= 1
+
+
+def _cannot_write(exc: OSError) -> str:
+    """``cannot write PATH: No space left on device``."""
+    where = f" {exc.filename}" if exc.filename else ""
+    return f"cannot write{where}: {exc.strerror or exc}"
 
 
 def _browser_snapshot(stats: CrawlStats) -> dict[str, int]:

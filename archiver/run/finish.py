@@ -166,13 +166,25 @@ async def finish(
     run: Run, stages: Stages, status: str, reason: str | None, *, immediate: bool
 ) -> tuple[str, str | None]:
     """Stop every stage in reverse order, then write the index, the WACZ and the summary.
-    Returns the final status and reason (a failure while finishing can still change them)."""
+    Returns the final status and reason (a failure while finishing can still change them).
+
+    Nothing is written into a crawl directory that is no longer the run's (removed, replaced,
+    unmounted: :class:`archiver.run.disk.DiskGuard`). A write that fails here (a full disk)
+    makes a finished run an interrupted one, which the same command finishes once there is
+    room; the first reason a run stopped for is the one it keeps."""
+    if stages.reserve is not None:
+        stages.reserve.release()  # room for the last words on a full disk
     await _close_browser(stages)
     status, reason = await _close_writer(run, stages, status, reason, immediate=immediate)
     await _close_stages(stages)
     save_cookies(run, stages)
+    lost = stages.guard.check_held() if stages.guard is not None else None
+    if lost is not None:
+        stages.log.error("output-lost", error=lost)
+        stages.crawl_log.close()
+        return _worse(status, reason, lost, always=True)
     last = stages.is_last()  # the last process of a shared crawl merges and packages
-    status, reason = _write_index(run, last, status, reason)
+    status, reason = _write_index(run, stages, last, status, reason)
     wacz_error = None
     if run.settings.wacz and status in (STATUS_COMPLETED, STATUS_LIMIT) and last:
         # only a finished crawl is packaged (`archiver wacz DIR` packages any crawl later)
@@ -180,12 +192,34 @@ async def finish(
     summary = crawl_summary(run, stages, status, reason)
     if wacz_error is not None:
         summary["wacz_error"] = wacz_error
-    with contextlib.suppress(OSError):
+    try:
         write_json_atomic(run.layout.summary, summary)
+    except OSError as exc:
+        stages.log.error("summary-error", error=_cannot_write(exc))
+        status, reason = _worse(status, reason, f"summary: {_cannot_write(exc)}")
     ended = ("captures", "pages", "bytes_written", "duration_seconds")
     stages.log.info("crawl-end", status=status, reason=reason, **{k: summary[k] for k in ended})
     stages.crawl_log.close()
+    failure = stages.crawl_log.failure
+    if failure is not None:
+        status, reason = _worse(status, reason, f"crawl log: {_cannot_write(failure)}")
     return status, reason
+
+
+def _worse(
+    status: str, reason: str | None, problem: str, *, always: bool = False
+) -> tuple[str, str | None]:
+    """A run that was to end well is interrupted by ``problem``; one that already stopped
+    keeps its first reason (``always``: the problem is the reason whatever it was)."""
+    if always or status in (STATUS_COMPLETED, STATUS_LIMIT):
+        return STATUS_INTERRUPTED, problem
+    return status, reason
+
+
+def _cannot_write(exc: OSError) -> str:
+    """``cannot write PATH: No space left on device``."""
+    where = f" {exc.filename}" if exc.filename else ""
+    return f"cannot write{where}: {exc.strerror or exc}"
 
 
 async def _close_browser(stages: Stages) -> None:
@@ -254,14 +288,20 @@ def save_cookies(run: Run, stages: Stages) -> None:
         stages.log.info("cookies-saved", path=str(path), cookies=len(cookies.jar))
 
 
-def _write_index(run: Run, last: bool, status: str, reason: str | None) -> tuple[str, str | None]:
+def _write_index(
+    run: Run, stages: Stages, last: bool, status: str, reason: str | None
+) -> tuple[str, str | None]:
     layout = run.layout
     if not layout.journals.exists():
         return status, reason
     try:
         crawl_index(layout, last=last, cdx11=run.settings.cdx11)
-    except (OSError, ArchiverError) as exc:
-        return STATUS_INTERRUPTED, f"writing the index failed: {exc}"
+    except OSError as exc:
+        stages.log.error("index-error", error=_cannot_write(exc))
+        return _worse(status, reason, f"writing the index failed: {_cannot_write(exc)}")
+    except ArchiverError as exc:
+        stages.log.error("index-error", error=str(exc))
+        return _worse(status, reason, f"writing the index failed: {exc}")
     return status, reason
 
 
@@ -362,24 +402,53 @@ def crawl_summary(run: Run, stages: Stages, status: str, reason: str | None) -> 
 
 
 def crawl_result(
-    layout: Layout, status: str, reason: str | None, state: dict[str, Any], *, resumed: bool
+    layout: Layout,
+    status: str,
+    reason: str | None,
+    state: dict[str, Any],
+    *,
+    resumed: bool,
 ) -> CrawlResult:
-    """Record how the run ended in crawl.json, and say what it left."""
+    """Record how the run ended in crawl.json, and say what it left. A crawl.json that cannot
+    be written leaves the run interrupted whatever it did (it says "running": the next run
+    resumes and records the end)."""
     finish_status(state, status, reason)
+    try:
+        write_status(layout, state)
+    except OSError as exc:
+        status, reason = _worse(status, reason, f"crawl.json: {_cannot_write(exc)}")
+    return unrecorded_result(layout, status, reason, resumed=resumed)
+
+
+def not_started(
+    layout: Layout, state: dict[str, Any], reason: str, *, resumed: bool
+) -> CrawlResult:
+    """A run that could not start writing (the disk full already): interrupted, with the
+    reason in crawl.json when it can be written there."""
+    finish_status(state, STATUS_INTERRUPTED, reason)
     with contextlib.suppress(OSError):
         write_status(layout, state)
+    return unrecorded_result(layout, STATUS_INTERRUPTED, reason, resumed=resumed)
+
+
+def unrecorded_result(
+    layout: Layout, status: str, reason: str | None, *, resumed: bool
+) -> CrawlResult:
+    """What the run left, without a word written into the directory (the crawl directory is
+    not the run's any more: nothing may be written into what replaced it)."""
     exit_code = {
         STATUS_COMPLETED: EXIT_OK,
         STATUS_LIMIT: EXIT_OK,
         STATUS_INTERRUPTED: EXIT_INTERRUPTED,
     }.get(status, EXIT_FAILED)
+    files = warc_files(layout.warcs) if layout.warcs.is_dir() else []
     return CrawlResult(
         status=status,
         exit_code=exit_code,
         reason=reason,
         output=layout.root,
         resumed=resumed,
-        warc_files=warc_files(layout.warcs),
+        warc_files=files,
         index=layout.index if layout.index.exists() else None,
         cdx11=layout.cdx11 if layout.cdx11.exists() else None,
         wacz=layout.wacz if layout.wacz.exists() else None,
@@ -519,7 +588,9 @@ __all__ = [
     "finish",
     "index_paths",
     "merge_index",
+    "not_started",
     "package_crawl",
     "seal_committed",
+    "unrecorded_result",
     "verdict",
 ]

@@ -23,6 +23,7 @@ from __future__ import annotations
 
 import os
 import socket
+import sys
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import IO, TYPE_CHECKING, Any
@@ -56,7 +57,8 @@ from archiver.policy.robots import Robots, RobotsCache
 from archiver.policy.scope import Scope
 from archiver.policy.sitemaps import SitemapPolicy
 from archiver.run.control import LiveControl, Politeness
-from archiver.run.log import CrawlLog, crawl_logger
+from archiver.run.disk import DiskGuard, Reserve
+from archiver.run.log import CrawlLog, console_level
 from archiver.run.output import Layout, RunStart, prepare
 from archiver.run.pages import PageList
 from archiver.run.resume import repair_open_warcs
@@ -111,6 +113,10 @@ class Stages:
     browser: BrowserPool | None = None
     pipeline: Pipeline | None = None
     control: LiveControl | None = None  #: the ignores and control.toml, watched
+    #: the crawl directory as it was when the run started, and the free-space floor
+    guard: DiskGuard | None = None
+    #: space kept for the run's last writes on a full disk (released when it finishes)
+    reserve: Reserve | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -159,17 +165,23 @@ async def open_output(settings: Settings, layout: Layout) -> tuple[RunStart, Pre
     return start, previous
 
 
-def open_log(settings: Settings, layout: Layout, console: IO[str] | None) -> CrawlLog:
+def open_log(
+    settings: Settings,
+    layout: Layout,
+    console: IO[str] | None,
+    *,
+    on_failure: Callable[[OSError], None] | None = None,
+) -> CrawlLog:
     """The run's log (crawl.log.jsonl, and crawl.log with --heritrix-log), once the
-    directories it writes into exist."""
+    directories it writes into exist; ``on_failure`` is told when it cannot be written."""
     layout.warcs.mkdir(parents=True, exist_ok=True)
     layout.journals.mkdir(parents=True, exist_ok=True)
-    return crawl_logger(
+    return CrawlLog(
         layout.log,
-        quiet=settings.quiet,
-        verbose=settings.verbose,
-        console=console,
+        console=console or sys.stderr,
+        console_level=console_level(quiet=settings.quiet, verbose=settings.verbose),
         heritrix=layout.heritrix_log if settings.heritrix_log else None,
+        on_failure=on_failure,
     )
 
 
@@ -219,7 +231,11 @@ async def assemble(run: Run, stages: Stages, options: Options) -> None:
         stages.dedup = LayeredDigestIndex(stages.dedup, stages.previous)
     factory = RecordFactory(algorithm=s.digest, clock=options.clock)
     writer = stages.writer = Writer(
-        writer_config(run), factory, write_fn=options.write_fn, auto_seal=False
+        writer_config(run),
+        factory,
+        write_fn=options.write_fn,
+        auto_seal=False,
+        guard=stages.guard.check if stages.guard is not None else None,
     )
     writer.start()
     pages = stages.pages = PageList(layout.pages)

@@ -47,7 +47,7 @@ from collections.abc import Callable, Iterable
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Protocol
+from typing import Protocol
 
 from warcio.statusandheaders import StatusAndHeaders
 
@@ -72,6 +72,8 @@ except ImportError:  # pragma: no cover - isal is a dependency; zlib is the fall
     _zlib_impl, COMPRESSOR = zlib, "zlib"
 
 MAX_BATCH = 64
+#: captures waiting for the writer at most (a worker waits to queue one more)
+QUEUE_SIZE = 256
 #: bytes of a spooled block read and compressed at a time
 READ_CHUNK = 1024 * 1024
 #: compressed bytes gathered before a ``write``: small captures go out in one call each, a large
@@ -124,13 +126,17 @@ class WriterStats:
 
 
 class _OpenFile:
-    """The WARC file being written, and its index journal."""
+    """The WARC file being written, and its index journal (lines kept until the batch ends,
+    then appended in one ``write``, so that a failed batch can be taken back whole)."""
 
-    def __init__(self, path: Path, fd: int, journal: Any, warcinfo_id: str) -> None:
+    def __init__(self, path: Path, fd: int, journal_path: Path, journal: int, info: str) -> None:
         self.path = path  # with the .open suffix
         self.fd = fd
-        self.journal = journal
-        self.warcinfo_id = warcinfo_id
+        self.journal_path = journal_path
+        self.journal = journal  #: the journal's file descriptor, opened for append
+        self.journal_size = os.fstat(journal).st_size
+        self.lines: list[str] = []  #: journal lines of the batch being written
+        self.warcinfo_id = info
         self.size = 0
         self.good_size = 0  #: size after the last whole record group (warcinfo or capture)
         self.last_fsync = time.monotonic()
@@ -180,14 +186,18 @@ class Writer:
         factory: RecordFactory,
         *,
         write_fn: WriteFn = os.write,
-        queue_size: int = 256,
         auto_seal: bool = True,
+        guard: Callable[[], str | None] | None = None,
     ) -> None:
         self.config = config
         self.factory = factory
         self.stats = WriterStats()
         self._write_fn = write_fn  # injectable so tests can simulate a full disk
-        self._queue: asyncio.Queue[_Queued | None] = asyncio.Queue(maxsize=queue_size)
+        #: asked before every batch (on the writer's thread): a reason not to write any more
+        #: (the output directory gone, free space under the floor) fails the batch, and every
+        #: capture after it, with that reason
+        self._guard = guard
+        self._queue: asyncio.Queue[_Queued | None] = asyncio.Queue(maxsize=QUEUE_SIZE)
         self._executor = ThreadPoolExecutor(max_workers=1, thread_name_prefix="warc-writer")
         self._task: asyncio.Task[None] | None = None
         self._file: _OpenFile | None = None
@@ -351,16 +361,21 @@ class Writer:
                 continue
             break
         journal_path = cfg.journal.path(name)
-        journal = open(journal_path, "a", encoding="utf-8")  # noqa: SIM115 - closed with the file
+        try:
+            journal = os.open(journal_path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o644)
+        except OSError as exc:
+            os.close(fd)
+            open_path.unlink()
+            raise OSError(exc.errno, exc.strerror, str(journal_path)) from exc
         info = self.factory.warcinfo(name, cfg.warcinfo_fields)
-        handle = _OpenFile(open_path, fd, journal, info.record_id)
+        handle = _OpenFile(open_path, fd, journal_path, journal, info.record_id)
         try:
             out = self._output(handle)
             self._write_member(out, info, handle)
             out.flush()
         except OSError:
             os.close(fd)
-            journal.close()
+            os.close(journal)
             open_path.unlink()  # holds no capture: nothing to keep
             journal_path.unlink()
             raise
@@ -400,32 +415,95 @@ class Writer:
 
     def _write_all(self, handle: _OpenFile, data: bytes | bytearray | memoryview) -> None:
         view = memoryview(data)
-        while view:
-            written = self._write_fn(handle.fd, view)
-            if written <= 0:
-                raise OSError(errno.EIO, "write returned no progress")
-            view = view[written:]
-            handle.size += written
-            self.stats.bytes += written
+        try:
+            while view:
+                written = self._write_fn(handle.fd, view)
+                if written <= 0:
+                    raise OSError(errno.EIO, "write returned no progress")
+                view = view[written:]
+                handle.size += written
+                self.stats.bytes += written
+        except OSError as exc:  # name the file in the error (os.write does not)
+            raise OSError(exc.errno, exc.strerror or str(exc), str(handle.path)) from exc
 
     def _write_batch(
         self, captures: list[PendingCapture]
     ) -> tuple[list[WrittenCapture], WriteError | None]:
-        """Write captures in order; on an error, report the ones written before it."""
+        """Write captures in order, all or nothing: on an error none of the batch is reported
+        written, and what it wrote is taken back (:meth:`_take_back`), so that every file
+        holds only captures its workers were told of and its journal only their lines."""
+        refused = self._guard() if self._guard is not None else None
+        if refused is not None:
+            return [], WriteError(refused)
+        first = self._file
+        mark = (first.size, first.journal_size) if first is not None else (0, 0)
         results: list[WrittenCapture] = []
         try:
             for capture in captures:
                 results.append(self._write_capture(capture))
             handle = self._file
             if handle is not None:
-                handle.journal.flush()
+                self._flush_journal(handle)
                 if time.monotonic() - handle.last_fsync >= self.config.fsync_interval:
                     os.fsync(handle.fd)
                     handle.last_fsync = time.monotonic()
         except OSError as exc:
-            self._recover_from_write_error()
-            return results, WriteError(f"cannot write WARC data: {exc.strerror or exc}")
+            self._take_back(first, mark, {result.filename for result in results})
+            where = exc.filename or "WARC data"
+            return [], WriteError(f"cannot write {where}: {exc.strerror or exc}")
         return results, None
+
+    def _flush_journal(self, handle: _OpenFile) -> None:
+        """The batch's journal lines, appended in one go."""
+        if not handle.lines:
+            return
+        data = memoryview("".join(handle.lines).encode("utf-8"))
+        try:
+            while data:
+                written = os.write(handle.journal, data)
+                data = data[written:]
+                handle.journal_size += written
+        except OSError as exc:
+            raise OSError(exc.errno, exc.strerror, str(handle.journal_path)) from exc
+        handle.lines.clear()
+
+    def _take_back(self, first: _OpenFile | None, mark: tuple[int, int], touched: set[str]) -> None:
+        """After a failed batch: cut the file it started in back to where the batch began
+        (WARC and journal), and close it. A file the batch rotated out of, or one that cannot
+        be cut (an I/O error), is marked unclaimed: it keeps its ``.open`` name, and the resume
+        repair keeps only what the frontier committed."""
+        handle = self._file
+        if handle is not None:
+            handle.lines.clear()
+        if handle is None or handle is not first:
+            with self._retired_lock:
+                self._unclaimed.update(touched | ({handle.final_name} if handle else set()))
+        if handle is None:
+            return
+        size, journal_size = mark if handle is first else (handle.good_size, handle.journal_size)
+        try:
+            os.ftruncate(handle.fd, size)
+            os.ftruncate(handle.journal, journal_size)
+            handle.size = handle.good_size = size
+            handle.journal_size = journal_size
+        except OSError:
+            with self._retired_lock:
+                self._unclaimed.add(handle.final_name)
+            self._abandon(handle)
+            return
+        try:
+            self._close_file()
+        except (OSError, WriteError):
+            with self._retired_lock:
+                self._unclaimed.add(handle.final_name)
+
+    def _abandon(self, handle: _OpenFile) -> None:
+        """Close a file's descriptors without a word more written (left to the repair)."""
+        self._file = None
+        self.stats.current_file = None
+        for fd in (handle.fd, handle.journal):
+            with contextlib.suppress(OSError):
+                os.close(fd)
 
     def _write_capture(self, capture: PendingCapture) -> WrittenCapture:
         handle = self._file
@@ -461,34 +539,23 @@ class Writer:
         result = WrittenCapture(handle.final_name, start, handle.size, tuple(written))
         primary = result.primary
         if primary is not None and capture.index is not None:
-            handle.journal.write(self.config.journal.line(primary, capture.index) + "\n")
+            handle.lines.append(self.config.journal.line(primary, capture.index) + "\n")
         return result
-
-    def _recover_from_write_error(self) -> None:
-        """Cut the file back to its last whole capture and close it, if the disk lets us."""
-        handle = self._file
-        if handle is None:
-            return
-        try:
-            os.ftruncate(handle.fd, handle.good_size)
-            handle.size = handle.good_size
-            handle.journal.flush()
-        except OSError:
-            return  # leave the .open file for repair on resume
-        with contextlib.suppress(OSError, WriteError):
-            self._close_file()
 
     def _close_file(self) -> None:
         """Close the current file (fsynced). It keeps its ``.open`` name until sealed."""
         handle = self._file
         if handle is None:
             return
-        self._file = None
         try:
-            handle.journal.close()
+            self._flush_journal(handle)
             os.fsync(handle.fd)
-        finally:
-            os.close(handle.fd)
+        except OSError:
+            self._abandon(handle)  # the caller takes the batch back or leaves it .open
+            raise
+        self._file = None
+        os.close(handle.journal)
+        os.close(handle.fd)
         self.stats.current_file = None
         with self._retired_lock:
             self._retired[handle.final_name] = handle.path

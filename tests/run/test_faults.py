@@ -1,0 +1,304 @@
+"""Faults the crawl must survive without reporting success over nothing kept.
+
+Every test runs the real ``archiver crawl`` command as a subprocess against a local
+:class:`RawServer`, injects one fault (named in the test's docstring), and checks what is
+left: the exit code, what ``state/crawl.json`` says, no stray ``.tmp`` file, and every WARC
+file judged by ``archiver verify`` and read by warcio. Where the crawl can go on, the same
+command is run again once the fault is gone, and every page must then be captured exactly
+once over both runs.
+
+* **A full disk at each place a crawl writes** (a tmpfs of the test's own for each part of
+  the crawl directory, filled mid-crawl by a ballast file: real ENOSPC from the kernel, never
+  the shared filesystem's): the WARC files, the index journals, the state directory (the
+  frontier database, crawl.json, pages.jsonl), and the crawl directory itself (the crawl log,
+  then at the end the index and summary.json). Each stops the crawl resumably (exit 3).
+  An I/O error (EIO) at the WARC file is injected below the writer instead (its ``write``),
+  as no filesystem here can produce one on demand.
+* **The crawl directory taken away mid-crawl**: removed (``rm -rf``), replaced (renamed and
+  made again), unmounted. The crawl stops (exit 3) saying so, and writes nothing into what
+  is at the path now; it never reports "completed".
+"""
+
+from __future__ import annotations
+
+import asyncio
+import errno
+import json
+import os
+import re
+import shutil
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from archiver.run.crawler import EXIT_INTERRUPTED, EXIT_OK, Crawler
+from tests.conftest import fast_settings
+from tests.run.test_edges_lifecycle import _reaped, finish, http_response, run, start
+from tests.run.test_resume import crawl_args
+from tests.support.faults import assert_archive_sound, captured_once
+from tests.support.filesystem import private_tmpfs, split_output
+from tests.support.raw import RawServer
+
+#: pages linked from the held page: enough that the crawl writes on after a fault
+AFTER = 40
+#: how the kernel (ENOSPC) and SQLite (SQLITE_FULL) say it
+FULL = re.compile(r"No space left on device|database or disk is full")
+
+
+@dataclass
+class GatedSite:
+    """``/`` links to ``/gate`` and to ``/a/0-3``; ``/gate`` is answered once ``open`` is set
+    (``asked`` is set when it is requested) and links to ``/after/0-39``. Bodies are random
+    bytes in hex: they do not compress, so the WARC grows as the pages come."""
+
+    server: RawServer
+    after: int = AFTER
+    asked: asyncio.Event = field(default_factory=asyncio.Event)
+    open: asyncio.Event = field(default_factory=asyncio.Event)
+
+    def __post_init__(self) -> None:
+        self.server.add("/", page(["/gate", *(f"/a/{i}" for i in range(4))], filler=1000))
+        for i in range(4):
+            self.server.add(f"/a/{i}", page([], filler=4000))
+        gate = page([f"/after/{i}" for i in range(self.after)], filler=20_000)
+
+        async def held(_r: asyncio.StreamReader, writer: asyncio.StreamWriter, _q: bytes) -> bool:
+            self.asked.set()
+            await self.open.wait()
+            writer.write(gate)
+            await writer.drain()
+            return True
+
+        self.server.add_handler("/gate", held)
+        for i in range(self.after):
+            self.server.add(f"/after/{i}", page([], filler=4000))
+
+    def urls(self) -> set[str]:
+        paths = ["/", "/gate", *(f"/a/{i}" for i in range(4))]
+        paths += [f"/after/{i}" for i in range(self.after)]
+        return {self.server.url(path) for path in paths}
+
+
+def page(links: list[str], *, filler: int) -> bytes:
+    """A page of random text. Its long title makes each page's line in ``state/pages.jsonl``
+    long too: on a full ``state/`` filesystem that file cannot grow within the blocks it
+    has (the frontier database may, reusing its write-ahead log), so the fault is certain."""
+    anchors = "".join(f'<a href="{link}">{link}</a>\n' for link in links)
+    noise = os.urandom(filler).hex()
+    title = os.urandom(1000).hex()
+    return http_response(
+        f"<html><head><title>{title}</title></head><body>{anchors}<p>{noise}</p></body></html>".encode()
+    )
+
+
+def crawl_state(out: Path) -> dict[str, Any]:
+    data = json.loads((out / "state" / "crawl.json").read_text(encoding="utf-8"))
+    assert isinstance(data, dict)
+    return data
+
+
+def stray_tmp(out: Path) -> list[Path]:
+    return [path for path in out.rglob("*.tmp") if path.is_file()]
+
+
+def assert_every_page_once(out: Path, site: GatedSite) -> None:
+    records = assert_archive_sound(out)
+    assert captured_once(records) == dict.fromkeys(site.urls(), 1)
+    assert not list((out / "warcs").glob("*.open"))
+    assert crawl_state(out)["status"] == "completed"
+
+
+# ============================================================================ a full disk
+
+
+@pytest.mark.parametrize(
+    ("part", "where"),
+    [
+        ("warcs", "warcs/"),
+        ("journals", "journals/"),
+        ("state", "state/"),  # the frontier database, pages.jsonl: whichever writes first
+        ("root", "crawl.log.jsonl"),
+    ],
+)
+async def test_a_full_disk_anywhere_stops_resumably_and_the_rerun_completes(
+    raw_server: RawServer, tmp_path: Path, part: str, where: str
+) -> None:
+    """Fault: the filesystem holding one part of the crawl directory fills up (real ENOSPC)
+    while ``/gate`` is held, so the pages it links to are written onto a full disk. The crawl
+    exits 3 ("interrupted"), crawl.json says which file could not be written and why, no
+    ``.tmp`` is left, the WARC files are sound; once the space is back the same command
+    completes the crawl, every page captured once."""
+    site = GatedSite(raw_server)
+    with split_output(tmp_path / "out") as disks:
+        out = disks.out
+        args = crawl_args(raw_server.url("/"), out, "--min-free-disk", "0", "--workers", "2")
+        proc = await start(args)
+        with _reaped(proc):
+            await asyncio.wait_for(site.asked.wait(), 60)
+            disks.fill(part)
+            site.open.set()
+            code, err = await finish(proc)
+
+        assert code == EXIT_INTERRUPTED, err
+        state = crawl_state(out)
+        assert state["status"] == "interrupted"
+        assert FULL.search(state["reason"]), state["reason"]
+        assert where in state["reason"], state["reason"]
+        assert state["runs"][-1]["status"] == "interrupted"
+        assert stray_tmp(out) == []
+        assert_archive_sound(out, stopped=True)
+
+        disks.free(part)
+        code, err = await run(args)
+        assert code == EXIT_OK, err
+        assert_every_page_once(out, site)
+        assert stray_tmp(out) == []
+
+
+async def test_a_full_disk_at_the_end_leaves_no_summary_half_written(
+    raw_server: RawServer, tmp_path: Path
+) -> None:
+    """Fault: the crawl directory's own filesystem (the log, index.cdxj, summary.json) fills
+    up once the last page is asked for: the crawl finishes its captures, then cannot write its
+    index and summary. Interrupted (exit 3), crawl.json (in ``state/``, which has room) says
+    so, no ``index.cdxj.tmp`` or ``summary.json.tmp`` is left; the rerun writes them and
+    completes with nothing fetched twice."""
+    site = GatedSite(raw_server, after=0)
+    with split_output(tmp_path / "out") as disks:
+        out = disks.out
+        args = crawl_args(raw_server.url("/"), out, "--min-free-disk", "0", "--workers", "1")
+        proc = await start(args)
+        with _reaped(proc):
+            await asyncio.wait_for(site.asked.wait(), 60)
+            disks.fill("root")
+            site.open.set()
+            code, err = await finish(proc)
+
+        assert code == EXIT_INTERRUPTED, err
+        state = crawl_state(out)
+        assert state["status"] == "interrupted"
+        assert FULL.search(state["reason"]), state["reason"]
+        assert stray_tmp(out) == []
+        assert_archive_sound(out, stopped=True)
+
+        disks.free("root")
+        code, err = await run(args)
+        assert code == EXIT_OK, err
+        assert_every_page_once(out, site)
+        summary = json.loads((out / "summary.json").read_text())
+        assert summary["status"] == "completed"
+
+
+async def test_an_io_error_at_the_warc_stops_resumably(
+    raw_server: RawServer, tmp_path: Path
+) -> None:
+    """Fault: EIO from ``write`` on the WARC file after the first captures (injected below the
+    writer: ``Crawler(write_fn=...)``). The run is interrupted with the error named, the file
+    written so far stays ``.open`` for the resume repair, and the next run completes."""
+    site = GatedSite(raw_server, after=5)
+    site.open.set()
+    out = tmp_path / "out"
+    budget = {"writes": 6}
+
+    def failing_write(fd: int, data: Any) -> int:
+        budget["writes"] -= 1
+        if budget["writes"] < 0:
+            raise OSError(errno.EIO, os.strerror(errno.EIO))
+        return os.write(fd, data)
+
+    settings = fast_settings(out, raw_server.url("/"), frontier="sqlite", workers=1)
+    result = await Crawler(settings, write_fn=failing_write).run()
+    assert result.exit_code == EXIT_INTERRUPTED
+    assert "Input/output error" in (result.reason or "")
+    assert crawl_state(out)["status"] == "interrupted"
+    assert stray_tmp(out) == []
+    assert_archive_sound(out, stopped=True)
+
+    result = await Crawler(settings).run()
+    assert result.exit_code == EXIT_OK, result.reason
+    assert_every_page_once(out, site)
+
+
+# ================================================================ the directory taken away
+
+
+async def crawl_until_gate(site: GatedSite, out: Path) -> asyncio.subprocess.Process:
+    proc = await start(crawl_args(site.server.url("/"), out, "--min-free-disk", "0"))
+    await asyncio.wait_for(site.asked.wait(), 60)
+    return proc
+
+
+async def test_the_crawl_directory_removed_mid_crawl_is_never_completed(
+    raw_server: RawServer, tmp_path: Path
+) -> None:
+    """Fault: ``rm -rf`` of the crawl directory while a fetch is in flight. The crawl went on
+    writing into deleted files, exited 0 ("completed") and made ``state/crawl.json`` again
+    saying so. Now: exit 3, the reason names the removed directory, and nothing is made
+    again at its path."""
+    site = GatedSite(raw_server)
+    out = tmp_path / "out"
+    proc = await crawl_until_gate(site, out)
+    with _reaped(proc):
+        shutil.rmtree(out)
+        site.open.set()
+        code, err = await finish(proc)
+
+    assert code == EXIT_INTERRUPTED, err
+    assert f"{out} was removed while the crawl ran" in err
+    assert "completed" not in err
+    assert not out.exists()
+
+
+async def test_the_crawl_directory_replaced_mid_crawl_is_left_alone(
+    raw_server: RawServer, tmp_path: Path
+) -> None:
+    """Fault: the crawl directory renamed away and an empty one made at its path (a restore,
+    a cleanup script) while a fetch is in flight: exit 3, nothing is written into the new
+    directory; moved back, the same command resumes the crawl and completes it, every page
+    captured once."""
+    site = GatedSite(raw_server)
+    out, away = tmp_path / "out", tmp_path / "moved-away"
+    proc = await crawl_until_gate(site, out)
+    with _reaped(proc):
+        out.rename(away)
+        out.mkdir()
+        site.open.set()
+        code, err = await finish(proc)
+
+    assert code == EXIT_INTERRUPTED, err
+    assert f"{out} was replaced while the crawl ran" in err
+    assert list(out.iterdir()) == []
+    assert_archive_sound(away, stopped=True)
+
+    out.rmdir()
+    away.rename(out)
+    code, err = await run(crawl_args(raw_server.url("/"), out, "--min-free-disk", "0"))
+    assert code == EXIT_OK, err
+    assert_every_page_once(out, site)
+
+
+async def test_the_crawl_directory_unmounted_mid_crawl_stops(
+    raw_server: RawServer, tmp_path: Path
+) -> None:
+    """Fault: the volume holding the crawl directory is unmounted (lazily, as ``umount -l``
+    does with files still open) while a fetch is in flight: exit 3, the reason says
+    unmounted, and nothing is written into the directory the mount covered."""
+    site = GatedSite(raw_server)
+    mount = tmp_path / "volume"
+    with private_tmpfs(mount, 64 << 20):
+        out = mount / "out"
+        proc = await crawl_until_gate(site, out)
+        with _reaped(proc):
+            umount = await asyncio.create_subprocess_exec(
+                "umount", "-l", str(mount), stderr=asyncio.subprocess.PIPE
+            )
+            _, said = await umount.communicate()
+            assert umount.returncode == 0, said.decode()
+            site.open.set()
+            code, err = await finish(proc)
+
+    assert code == EXIT_INTERRUPTED, err
+    assert f"{out} was " in err and "while the crawl ran" in err
+    assert list(mount.iterdir()) == []  # the directory under the mount point: untouched
