@@ -16,7 +16,7 @@ import signal
 import sys
 import threading
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import Any, NoReturn
 
@@ -339,25 +339,37 @@ async def _run_crawler(settings: Settings, display: Display) -> CrawlResult:
 
 async def _run_with_signals(crawler: Crawler | Supervisor, display: Display) -> CrawlResult:
     """Run ``crawler`` with the progress display; SIGINT and SIGTERM stop it (the first
-    gracefully, the second at once)."""
+    gracefully, the second at once), and so does SIGHUP unless the command was detached from
+    its terminal (:func:`hangup_stops`)."""
     loop = asyncio.get_running_loop()
     signals = 0
     say = display.log_stream
+    terminals = [fd for fd in (1, 2) if _isatty(fd)]  # after a hang-up isatty() says no
 
     def on_signal(signame: str) -> None:
         nonlocal signals
         signals += 1
-        if signals == 1:
-            say.write(
-                f"archiver: {signame}: finishing in-flight fetches, then stopping "
-                "(again to stop at once)\n"
-            )
-            crawler.request_stop(reason=f"stopped by {signame}")
-        else:
-            say.write(f"archiver: {signame}: stopping now\n")
-            crawler.request_stop(immediate=True, reason=f"stopped by {signame}")
+        if signame == "SIGHUP":
+            _leave_terminal(terminals)  # it is gone: what would be shown there goes nowhere
+        try:
+            if signals == 1:
+                say.write(
+                    f"archiver: {signame}: finishing in-flight fetches, then stopping "
+                    "(again to stop at once)\n"
+                )
+            else:
+                say.write(f"archiver: {signame}: stopping now\n")
+        except (OSError, ValueError):
+            pass  # nowhere to say it: the crawl log and crawl.json still will
+        crawler.request_stop(immediate=signals > 1, reason=f"stopped by {signame}")
 
-    for sig in (signal.SIGINT, signal.SIGTERM):
+    watched = [signal.SIGINT, signal.SIGTERM]
+    hangup = signal.getsignal(signal.SIGHUP)
+    if hangup_stops(hangup, os.environ):
+        watched.append(signal.SIGHUP)
+    else:  # detached: a SIGHUP must not kill the crawl (its default action would)
+        signal.signal(signal.SIGHUP, signal.SIG_IGN)
+    for sig in watched:
         loop.add_signal_handler(sig, on_signal, sig.name)
     try:
         settings = crawler.settings
@@ -369,8 +381,41 @@ async def _run_with_signals(crawler: Crawler | Supervisor, display: Display) -> 
                 say.write(f"archiver: status at {server.url} (metrics, status, healthz)\n")
             return await crawler.run()
     finally:
-        for sig in (signal.SIGINT, signal.SIGTERM):
+        for sig in watched:
             loop.remove_signal_handler(sig)
+        if signal.SIGHUP not in watched:
+            signal.signal(signal.SIGHUP, hangup)
+
+
+def hangup_stops(handler: object, environ: Mapping[str, str]) -> bool:
+    """Whether SIGHUP stops a crawl as SIGTERM does (gracefully, exit 3): a closed terminal or
+    a dropped SSH session must not kill it on the spot (SIGHUP's default action), losing the
+    summary and leaving crawl.json at "running". Not when the user detached the command:
+    ``nohup`` starts it with SIGHUP ignored, and a systemd service (``INVOCATION_ID`` set)
+    has no terminal to hang up, where a SIGHUP is at most a reload request: both are ignored."""
+    return handler != signal.SIG_IGN and "INVOCATION_ID" not in environ
+
+
+def _isatty(fd: int) -> bool:
+    try:
+        return os.isatty(fd)
+    except OSError:
+        return False
+
+
+def _leave_terminal(fds: Sequence[int]) -> None:
+    """Point the descriptors that were a terminal at /dev/null: after a hang-up every write
+    there fails (EIO), and the crawl must finish without a word to it."""
+    try:
+        null = os.open(os.devnull, os.O_WRONLY)
+    except OSError:
+        return
+    try:
+        for fd in fds:
+            with contextlib.suppress(OSError):
+                os.dup2(null, fd)
+    finally:
+        os.close(null)
 
 
 def _status_server(crawler: Crawler | Supervisor, settings: Settings) -> Any:
@@ -414,10 +459,11 @@ def cmd_crawl(args: argparse.Namespace) -> int:
     settings = _settings_from_args(args)
     display = Display(settings, sys.stderr)
     result = _run(_run_crawl(settings, display))
-    if not settings.quiet:
-        display.print_summary(result)
-    else:
-        sys.stderr.write(final_line(result) + "\n")
+    with contextlib.suppress(OSError, ValueError):  # the terminal may be gone (a hang-up)
+        if not settings.quiet:
+            display.print_summary(result)
+        else:
+            sys.stderr.write(final_line(result) + "\n")
     return int(result.exit_code)
 
 

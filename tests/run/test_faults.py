@@ -17,6 +17,9 @@ once over both runs.
 * **The crawl directory taken away mid-crawl**: removed (``rm -rf``), replaced (renamed and
   made again), unmounted. The crawl stops (exit 3) saying so, and writes nothing into what
   is at the path now; it never reports "completed".
+* **A hang-up** (the crawl's controlling terminal closed, as by a dropped SSH session: the
+  kernel sends SIGHUP): a graceful stop like SIGTERM's, exit 3; ignored under ``nohup`` and
+  in a systemd service, where the crawl completes.
 """
 
 from __future__ import annotations
@@ -27,17 +30,20 @@ import json
 import os
 import re
 import shutil
+import signal
+import sys
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 import pytest
 
+from archiver.commands.cli import hangup_stops
 from archiver.run.crawler import EXIT_INTERRUPTED, EXIT_OK, Crawler
 from tests.conftest import fast_settings
-from tests.run.test_edges_lifecycle import _reaped, finish, http_response, run, start
+from tests.run.test_edges_lifecycle import REPO, _reaped, finish, http_response, run, start
 from tests.run.test_resume import crawl_args
-from tests.support.faults import assert_archive_sound, captured_once
+from tests.support.faults import Terminal, assert_archive_sound, captured_once
 from tests.support.filesystem import private_tmpfs, split_output
 from tests.support.raw import RawServer
 
@@ -302,3 +308,105 @@ async def test_the_crawl_directory_unmounted_mid_crawl_stops(
     assert code == EXIT_INTERRUPTED, err
     assert f"{out} was " in err and "while the crawl ran" in err
     assert list(mount.iterdir()) == []  # the directory under the mount point: untouched
+
+
+# ============================================================================ SIGHUP
+
+
+def terminal_args(seed: str, out: Path) -> list[str]:
+    """The crawl's command line with its progress display on (it draws on the terminal)."""
+    return [arg for arg in crawl_args(seed, out, "--min-free-disk", "0") if arg != "--quiet"]
+
+
+async def exited(proc: asyncio.subprocess.Process) -> int:
+    try:
+        return await asyncio.wait_for(proc.wait(), 60)
+    finally:
+        if proc.returncode is None:
+            proc.kill()
+
+
+async def test_a_hang_up_stops_the_crawl_like_sigterm(
+    raw_server: RawServer, tmp_path: Path
+) -> None:
+    """Fault: the crawl's terminal is closed while a fetch is in flight (a dropped SSH
+    session); the kernel sends it SIGHUP, and its terminal fails every write from then on. It
+    used to die on the spot (crawl.json left at "running", no summary); it stops gracefully
+    as for SIGTERM: the fetch in flight finishes, exit 3, "stopped by SIGHUP". The same
+    command, run again, completes the crawl."""
+    site = GatedSite(raw_server, after=5)
+    out = tmp_path / "out"
+    terminal = Terminal()
+    proc = await terminal.start(
+        sys.executable, "-m", "archiver", *terminal_args(raw_server.url("/"), out), cwd=REPO
+    )
+    with _reaped(proc):
+        await asyncio.wait_for(site.asked.wait(), 60)
+        terminal.hang_up()
+        site.open.set()
+        code = await exited(proc)
+
+    assert code == EXIT_INTERRUPTED, terminal.output.decode("utf-8", "replace")[-2000:]
+    state = crawl_state(out)
+    assert (state["status"], state["reason"]) == ("interrupted", "stopped by SIGHUP")
+    assert json.loads((out / "summary.json").read_text())["reason"] == "stopped by SIGHUP"
+    assert site.server.requests_for("/gate")  # the fetch in flight was let finish
+    assert_archive_sound(out, stopped=True)
+
+    code, err = await run(crawl_args(raw_server.url("/"), out, "--min-free-disk", "0"))
+    assert code == EXIT_OK, err
+    assert_every_page_once(out, site)
+
+
+async def test_a_hang_up_under_nohup_is_ignored(raw_server: RawServer, tmp_path: Path) -> None:
+    """Fault: as above, but the command runs under ``nohup`` (SIGHUP ignored from the start,
+    output to nohup.out): the user detached it, so the hang-up changes nothing and the crawl
+    completes (exit 0)."""
+    site = GatedSite(raw_server, after=5)
+    out = tmp_path / "out"
+    terminal = Terminal()
+    argv = ["nohup", sys.executable, "-m", "archiver", *crawl_args(raw_server.url("/"), out)]
+    proc = await terminal.start(*argv, cwd=tmp_path)
+    with _reaped(proc):
+        await asyncio.wait_for(site.asked.wait(), 60)
+        terminal.hang_up()
+        site.open.set()
+        code = await exited(proc)
+
+    assert code == EXIT_OK, (tmp_path / "nohup.out").read_text(errors="replace")[-2000:]
+    assert_every_page_once(out, site)
+
+
+async def test_sighup_in_a_systemd_service_is_ignored(
+    raw_server: RawServer, tmp_path: Path
+) -> None:
+    """Fault: SIGHUP sent to a crawl running as a systemd service (``INVOCATION_ID`` set, as
+    systemd sets it): there is no terminal to hang up, the signal is ignored (its default
+    action would kill the crawl) and the crawl completes."""
+    site = GatedSite(raw_server, after=5)
+    out = tmp_path / "out"
+    proc = await asyncio.create_subprocess_exec(
+        sys.executable, "-m", "archiver", *crawl_args(raw_server.url("/"), out),
+        cwd=REPO, env={**os.environ, "INVOCATION_ID": "0123456789abcdef"},
+        stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.PIPE,
+    )  # fmt: skip
+    with _reaped(proc):
+        await asyncio.wait_for(site.asked.wait(), 60)
+        proc.send_signal(signal.SIGHUP)
+        site.open.set()
+        code, err = await finish(proc)
+
+    assert code == EXIT_OK, err
+    assert_every_page_once(out, site)
+
+
+@pytest.mark.parametrize(
+    ("handler", "environ", "stops"),
+    [
+        (signal.SIG_DFL, {}, True),  # a terminal's crawl
+        (signal.SIG_IGN, {}, False),  # nohup
+        (signal.SIG_DFL, {"INVOCATION_ID": "x"}, False),  # a systemd service
+    ],
+)
+def test_which_hang_ups_stop_a_crawl(handler: object, environ: dict[str, str], stops: bool) -> None:
+    assert hangup_stops(handler, environ) is stops
