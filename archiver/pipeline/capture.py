@@ -37,10 +37,9 @@ other request books its own (:meth:`archiver.frontier.base.Frontier.reserve`) an
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import re
-from collections.abc import Iterator, Mapping
-from dataclasses import dataclass, field
+from collections.abc import Mapping
+from dataclasses import dataclass
 from types import TracebackType
 from typing import Any
 
@@ -59,7 +58,6 @@ from archiver.policy.sitemaps import is_sitemap
 from archiver.warc.records import PendingCapture
 
 _STATUS_LINE = re.compile(rb"HTTP/\d\.\d[ \t]+\d{3}[ \t]?([^\r\n]*)")
-_NO_FIELDS: Mapping[str, Any] = {}
 
 
 @dataclass(frozen=True, slots=True)
@@ -74,7 +72,7 @@ class Request:
     body: bytes | None = None
     #: fields added to the fetch log line of a capture made on the lease's behalf
     #: (``browser: true`` for a page's requests)
-    log_fields: Mapping[str, Any] = field(default_factory=lambda: _NO_FIELDS)
+    log_fields: tuple[tuple[str, Any], ...] = ()
 
 
 @dataclass(frozen=True, slots=True)
@@ -362,7 +360,7 @@ class Capturer:
         else:
             request = admitted.request
             self._shared.outcomes.fetch_log(
-                request.item, exchange, written, outcome="captured", **request.log_fields
+                request.item, exchange, written, outcome="captured", **dict(request.log_fields)
             )
         return written
 
@@ -386,17 +384,8 @@ class Capturer:
     def _keep(self, written: WrittenCapture) -> None:
         self._captures.append(written)
 
-    @contextlib.contextmanager
-    def _writing(self) -> Iterator[None]:
-        task = asyncio.current_task()
-        assert task is not None
-        nested = task in self.writing
-        self.writing.add(task)
-        try:
-            yield
-        finally:
-            if not nested:
-                self.writing.discard(task)
+    def _writing(self) -> _Writing:
+        return _Writing(self.writing)
 
     # -- the lease's end ------------------------------------------------------------------
 
@@ -421,6 +410,28 @@ class Capturer:
         recall = self._shared.recall
         if recall is not None and captures:
             await recall.committed(captures)
+
+
+class _Writing:
+    """Marks the current task as writing a capture while inside (see :attr:`Capturer.writing`);
+    a class rather than a generator: it runs for every capture."""
+
+    __slots__ = ("_marked", "_task", "_tasks")
+
+    def __init__(self, tasks: set[asyncio.Task[Any]]) -> None:
+        self._tasks = tasks
+        self._task: asyncio.Task[Any] | None = None
+        self._marked = False
+
+    def __enter__(self) -> None:
+        task = self._task = asyncio.current_task()
+        if task is not None and task not in self._tasks:
+            self._tasks.add(task)
+            self._marked = True
+
+    def __exit__(self, *_: object) -> None:
+        if self._marked:
+            self._tasks.discard(self._task)
 
 
 async def read_answer(exchange: Exchange, limit: int) -> Answer | None:

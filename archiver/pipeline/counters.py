@@ -12,7 +12,6 @@ import heapq
 import time
 from collections import Counter
 from dataclasses import dataclass, field
-from typing import Any
 
 MAX_TABLE = 10_000
 MAX_SERIES = 86_400 * 2
@@ -38,19 +37,6 @@ class BrowserCounters:
     refused: Counter[str] = field(default_factory=Counter)  #: requests refused, by reason
     screenshots: int = 0
     by_reason: Counter[str] = field(default_factory=Counter)  #: why pages went to the browser
-
-    def summary(self) -> dict[str, Any]:
-        return {
-            "pages": self.pages,
-            "failed": self.failed,
-            "retried": self.retried,
-            "requests": self.requests,
-            "from_records": self.from_records,
-            "fetched": self.fetched,
-            "refused": dict(self.refused.most_common()),
-            "screenshots": self.screenshots,
-            "why": dict(self.by_reason.most_common(20)),
-        }
 
 
 @dataclass(slots=True)
@@ -126,33 +112,6 @@ class CrawlStats:
     def elapsed(self) -> float:
         return time.monotonic() - self.started_monotonic
 
-    def summary(self) -> dict[str, Any]:
-        elapsed = max(self.elapsed, 1e-9)
-        return {
-            "started": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime(self.started)),
-            "duration_seconds": round(self.elapsed, 3),
-            "captures": self.captures,
-            "pages": self.pages,
-            "revisits": self.revisits,
-            "dedup_bytes_saved": self.dedup_bytes_saved,
-            "bytes_received": self.bytes_received,
-            "bytes_written": self.bytes_written,
-            "captures_per_second": round(self.captures / elapsed, 2),
-            "pages_per_second": round(self.pages / elapsed, 2),
-            "retries": self.retries,
-            "by_status_class": dict(self.by_status.most_common()),
-            "by_status": {str(k): v for k, v in sorted(self.by_status_code.items())},
-            "by_mime": dict(self.by_mime.most_common(50)),
-            "by_host": dict(self.by_host.most_common(50)),
-            "failures": dict(self.failures.most_common()),
-            "skips": dict(self.skips.most_common()),
-            "truncated": dict(self.truncated),
-            "largest": [
-                {"url": url, "bytes": size, "mime": mime}
-                for size, url, mime in sorted(self._largest, reverse=True)
-            ],
-            "captures_over_time": [
-                [second, count] for second, count in sorted(self.per_second.items())
-            ],
-            **({"browser": self.browser.summary()} if self.browser is not None else {}),
-        }
+    def largest(self) -> list[tuple[int, str, str]]:
+        """The largest resources captured, largest first: (bytes, URL, MIME type)."""
+        return sorted(self._largest, reverse=True)

@@ -21,9 +21,9 @@ import os
 import time
 import traceback
 from collections.abc import Callable
-from typing import IO, Any
+from typing import IO, Protocol
 
-from archiver.config.assemble import check_browser, cookie_file, seed_list
+from archiver.config.assemble import check_browser, cookie_file, seed_list, wacz_signer
 from archiver.config.settings import Settings
 from archiver.errors import ArchiverError, FrontierError, OutputError, WriteError
 from archiver.fetch.cookiestxt import CookieLine
@@ -48,14 +48,38 @@ from archiver.run.output import (
     STATUS_FAILED,
     STATUS_INTERRUPTED,
     STATUS_LIMIT,
+    Layout,
     OutputLock,
     write_status,
 )
+from archiver.run.stats import SNAPSHOT_HOSTS, TOP_HOSTS, BrowserSnapshot, Snapshot
+from archiver.sign.signer import Signer
 from archiver.timefmt import Clock, utcnow
 
 DISK_CHECK_SECONDS = 2.0
-#: hosts in the snapshot's ``by_host`` (the status endpoint's per-host counters): the busiest
-SNAPSHOT_HOSTS = 20
+
+
+class CrawlControl(Protocol):
+    """What the command line runs and watches: one crawl, whether one process crawls it
+    (:class:`Crawler`) or several do (:class:`archiver.processes.supervisor.Supervisor`)."""
+
+    @property
+    def settings(self) -> Settings: ...
+
+    @property
+    def layout(self) -> Layout: ...
+
+    async def run(self) -> CrawlResult:
+        """Run the crawl to completion, a limit, a stop request or a fatal error."""
+        ...
+
+    def request_stop(self, *, immediate: bool = False, reason: str = "stopped by signal") -> None:
+        """First call: finish what is in flight, then stop; with ``immediate``: stop at once."""
+        ...
+
+    def snapshot(self) -> Snapshot:
+        """The crawl's figures now (cheap: read every half second)."""
+        ...
 
 
 class Crawler:
@@ -97,6 +121,7 @@ class Crawler:
         self._busy = 0
         self._cookies: tuple[CookieLine, ...] = ()
         self._loop: asyncio.AbstractEventLoop | None = None
+        self._signer: Signer | None = None
 
     # -- control ----------------------------------------------------------------------------
 
@@ -118,35 +143,36 @@ class Crawler:
     def stopping(self) -> bool:
         return self._stopping
 
-    def snapshot(self) -> dict[str, Any]:
-        """A cheap, JSON-ready view of the crawl for live progress and periodic stats lines."""
+    def snapshot(self) -> Snapshot:
+        """A cheap view of the crawl for live progress, the status endpoint and stats lines."""
         stats, stages = self.stats, self.stages
         frontier = stages.frontier.statistics() if stages and stages.frontier else None
         writer = stages.writer.stats if stages and stages.writer else None
         elapsed = max(stats.elapsed, 1e-9)
-        return {
-            "elapsed": round(stats.elapsed, 1),
-            "captures": stats.captures,
-            "pages": stats.pages,
-            "revisits": stats.revisits,
-            "pages_per_second": round(stats.pages / elapsed, 2),
-            "captures_per_second": round(stats.captures / elapsed, 2),
-            "queued": frontier.queued if frontier else 0,
-            "in_flight": self._busy,
-            "done": frontier.done if frontier else 0,
-            "seen": frontier.seen if frontier else 0,
-            "bytes_received": stats.bytes_received,
-            "bytes_written": writer.bytes if writer else 0,
-            "warc_file": writer.current_file if writer else None,
-            "failures": dict(stats.failures),
-            "skips": dict(stats.skips),
-            "by_status_class": dict(stats.by_status),
-            "top_hosts": stats.by_host.most_common(5),
-            "retries": stats.retries,
-            "by_host": dict(stats.by_host.most_common(SNAPSHOT_HOSTS)),
-            "stopping": self._stopping,
-            **({"browser": _browser_snapshot(stats)} if stats.browser is not None else {}),
-        }
+        return Snapshot(
+            elapsed=round(stats.elapsed, 1),
+            captures=stats.captures,
+            pages=stats.pages,
+            revisits=stats.revisits,
+            pages_per_second=round(stats.pages / elapsed, 2),
+            captures_per_second=round(stats.captures / elapsed, 2),
+            queued=frontier.queued if frontier else 0,
+            in_flight=self._busy,
+            done=frontier.done if frontier else 0,
+            seen=frontier.seen if frontier else 0,
+            bytes_received=stats.bytes_received,
+            bytes_written=writer.bytes if writer else 0,
+            warc_file=writer.current_file if writer else None,
+            failures=dict(stats.failures),
+            skips=dict(stats.skips),
+            by_status_class=dict(stats.by_status),
+            top_hosts=tuple(stats.by_host.most_common(TOP_HOSTS)),
+            retries=stats.retries,
+            by_host=dict(stats.by_host.most_common(SNAPSHOT_HOSTS)),
+            stopping=self._stopping,
+            dedup_bytes_saved=stats.dedup_bytes_saved,
+            browser=BrowserSnapshot.of(stats.browser) if stats.browser is not None else None,
+        )
 
     # -- the run ----------------------------------------------------------------------------
 
@@ -156,6 +182,7 @@ class Crawler:
         self._loop = asyncio.get_running_loop()
         seeds = seed_list(self.settings)
         self._cookies = cookie_file(self.settings)  # a bad file is a usage error, before output
+        self._signer = wacz_signer(self.settings)  # so is an unusable signing key
         check_browser(self.settings)  # Chromium missing: a usage error, before output
         self.layout.root.mkdir(parents=True, exist_ok=True)
         lock = OutputLock(self.layout.lock_file)
@@ -202,6 +229,7 @@ class Crawler:
             start.resumed,
             self.process_id,
             cookie_file=self._cookies,
+            signer=self._signer,
         )
         status: str = STATUS_FAILED
         reason: str | None = "not started"
@@ -369,18 +397,6 @@ def _cannot_write(exc: OSError) -> str:
     return f"cannot write{where}: {exc.strerror or exc}"
 
 
-def _browser_snapshot(stats: CrawlStats) -> dict[str, int]:
-    browser = stats.browser
-    assert browser is not None
-    return {
-        "pages": browser.pages,
-        "requests": browser.requests,
-        "from_records": browser.from_records,
-        "refused": sum(browser.refused.values()),
-        "failed": browser.failed,
-    }
-
-
 async def crawl(settings: Settings, *, console: IO[str] | None = None) -> CrawlResult:
     """Run a crawl with ``settings`` and return its :class:`CrawlResult` (the Python API)."""
     return await Crawler(settings, console=console).run()
@@ -393,6 +409,7 @@ __all__ = [
     "EXIT_OK",
     "EXIT_USAGE",
     "MAX_REDIRECTS",
+    "CrawlControl",
     "CrawlResult",
     "Crawler",
     "crawl",

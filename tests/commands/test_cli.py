@@ -134,6 +134,7 @@ def test_every_subcommand_has_help(capsys: pytest.CaptureFixture[str]) -> None:
         "crawl",
         "ignore",
         "index",
+        "keygen",
         "replay",
         "report",
         "serve-sample",
