@@ -141,6 +141,13 @@ class Frontier(Protocol):
         whose captures it committed are sealed)."""
         ...
 
+    def stop_waiting(self) -> None:
+        """The crawl is stopping: a backend that cannot be reached is no longer waited for.
+        Calls waiting out an outage, and later ones, fail with a
+        :class:`~archiver.errors.FrontierError` instead (what they would have stored is done
+        again on resume), so that a stop takes seconds, not the length of the outage."""
+        ...
+
     async def committed_captures(self, filename: str) -> set[tuple[int, int]]:
         """``(start, end)`` of every capture in WARC ``filename`` committed by ``task_done``.
 

@@ -260,6 +260,9 @@ class LocalFrontier:
         queue, no try counted, no host failure recorded."""
         self.scheduler.give_back(lease)
 
+    def stop_waiting(self) -> None:
+        """Nothing to do: an in-process store is never unreachable."""
+
     def set_host_delay(self, host: str, seconds: float) -> None:
         self.gate.set_crawl_delay(host, seconds)
 

@@ -215,13 +215,15 @@ class Supervisor:
             self._signal(slot)
 
     def _signal(self, slot: Slot) -> None:
-        """One SIGTERM to stop, a second to stop at once (as the crawler reads them)."""
+        """One signal to stop, a second to stop at once (as the crawler counts them): SIGTERM
+        then SIGINT, two kinds, because two SIGTERMs sent before the process handles the
+        first are one pending signal, and "at once" would be lost."""
         wanted = 2 if self._immediate else 1 if self._stopping else 0
         process = slot.process
         while process is not None and process.returncode is None and slot.signals < wanted:
             slot.signals += 1
             with contextlib.suppress(ProcessLookupError):
-                process.send_signal(signal.SIGTERM)
+                process.send_signal(signal.SIGTERM if slot.signals == 1 else signal.SIGINT)
 
     def snapshot(self) -> Snapshot:
         """The crawl's figures: the processes' latest stats lines and their ended runs, added

@@ -136,6 +136,8 @@ class Crawler:
         self._stopping = True
         if immediate:
             self._immediate = True
+        if self.stages is not None and self.stages.frontier is not None:
+            self.stages.frontier.stop_waiting()  # an outage of its backend ends the wait
         if self._stop_event is not None:
             self._stop_event.set()
 
@@ -344,7 +346,12 @@ class Crawler:
         assert frontier is not None and pipeline is not None
         WORKER_NAME.set(f"worker-{number}")  # this task's own context: the fetch log names it
         while not self._stopping:
-            lease = await frontier.get()
+            try:
+                lease = await frontier.get()
+            except FrontierError as exc:  # the backend failed, or is gone while stopping
+                self._stop(STATUS_INTERRUPTED, str(exc))
+                self.stages.log.error("frontier-error", error=str(exc))
+                return
             if self._stopping:
                 frontier.give_back(lease)
                 return

@@ -268,6 +268,11 @@ class RedisFrontier:
             hosts=c.get("hosts", 0),
         )
 
+    def stop_waiting(self) -> None:
+        """An outage is not waited out any more (see the protocol): the link gives up at once,
+        and with it the pump and every caller waiting on it."""
+        self.link.stop_waiting()
+
     async def flush(self) -> None:
         """Wait until every call made so far (puts, outcomes, host delays) is in Redis, and the
         counters (``statistics()``) are read back."""
