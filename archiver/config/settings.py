@@ -478,7 +478,9 @@ class Settings:
     seeds_file: Path | None = setting(
         None,
         "crawl",
-        "File with one seed URL per line (# comments allowed).",
+        "File with one seed URL per line (# comments allowed); read in batches while the crawl "
+        "runs, so a million lines cost no start-up; a line that is not a URL is logged and "
+        "left out.",
         parse_optional_path,
         metavar="FILE",
     )

@@ -64,7 +64,6 @@ from archiver.config.assemble import (
     check_browser,
     cookie_file,
     frontier_config,
-    seed_list,
     wacz_signer,
     wants_wacz,
 )
@@ -90,7 +89,8 @@ from archiver.run.output import (
     write_status,
 )
 from archiver.run.resume import repair_open_warcs
-from archiver.run.stats import Snapshot, Summary
+from archiver.run.seeds import starting_seeds
+from archiver.run.stats import SUMMARY_SEEDS, Snapshot, Summary
 from archiver.sign.signer import Signer
 from archiver.urls import redact_url
 from archiver.version import __version__
@@ -245,7 +245,10 @@ class Supervisor:
     async def run(self) -> CrawlResult:
         """Run the crawl in its processes to completion, a limit, a stop request or an error."""
         settings = self.settings
-        seeds = seed_list(settings)  # usage errors come first, before anything is written
+        start = starting_seeds(settings)  # usage errors come first, before anything is written
+        if start.file is not None:
+            start.file.close()  # each crawler process reads the seeds file itself
+        seeds = start.seeds
         cookie_file(settings)
         check_browser(settings)
         self._signer = wacz_signer(settings)
@@ -300,7 +303,7 @@ class Supervisor:
         try:
             self.log.info(
                 "crawl-start",
-                seeds=list(seeds),
+                seeds=list(seeds[:SUMMARY_SEEDS]),
                 output=str(self.layout.root),
                 resumed=resumed,
                 processes=self.settings.processes,
@@ -641,7 +644,7 @@ class Supervisor:
             reason=reason,
             output=str(layout.root),
             resumed=resumed,
-            seeds=seeds,
+            seeds=seeds[:SUMMARY_SEEDS],
             warc_files=tuple(str(p.relative_to(layout.root)) for p in warc_files(layout.warcs)),
             index=str(layout.index.relative_to(layout.root)),
             wacz=None,

@@ -23,7 +23,7 @@ import traceback
 from collections.abc import Callable
 from typing import IO, Protocol
 
-from archiver.config.assemble import check_browser, cookie_file, seed_list, wacz_signer
+from archiver.config.assemble import check_browser, cookie_file, wacz_signer
 from archiver.config.settings import Settings
 from archiver.errors import ArchiverError, FrontierError, OutputError, WriteError
 from archiver.fetch.cookiestxt import CookieLine
@@ -52,6 +52,7 @@ from archiver.run.output import (
     OutputLock,
     write_status,
 )
+from archiver.run.seeds import SeedsFile, StartingSeeds, starting_seeds
 from archiver.run.stats import SNAPSHOT_HOSTS, TOP_HOSTS, BrowserSnapshot, Snapshot
 from archiver.sign.signer import Signer
 from archiver.timefmt import Clock, utcnow
@@ -121,6 +122,8 @@ class Crawler:
         self._busy = 0
         self._cookies: tuple[CookieLine, ...] = ()
         self._loop: asyncio.AbstractEventLoop | None = None
+        self._seeds_file: SeedsFile | None = None
+        self._run: wiring.Run | None = None
         self._signer: Signer | None = None
 
     # -- control ----------------------------------------------------------------------------
@@ -182,7 +185,8 @@ class Crawler:
         """Run the crawl to completion, a limit, a stop request or a fatal error."""
         self._stop_event = asyncio.Event()
         self._loop = asyncio.get_running_loop()
-        seeds = seed_list(self.settings)
+        start_seeds = starting_seeds(self.settings)  # a bad seed is a usage error, first
+        self._seeds_file = start_seeds.file
         self._cookies = cookie_file(self.settings)  # a bad file is a usage error, before output
         self._signer = wacz_signer(self.settings)  # so is an unusable signing key
         check_browser(self.settings)  # Chromium missing: a usage error, before output
@@ -190,11 +194,13 @@ class Crawler:
         lock = OutputLock(self.layout.lock_file)
         lock.acquire()
         try:
-            return await self._run_locked(seeds)
+            return await self._run_locked(start_seeds)
         finally:
             lock.release()
+            if self._seeds_file is not None:
+                self._seeds_file.close()
 
-    async def _run_locked(self, seeds: tuple[str, ...]) -> CrawlResult:
+    async def _run_locked(self, start_seeds: StartingSeeds) -> CrawlResult:
         settings, layout = self.settings, self.layout
         start, previous = await wiring.open_output(settings, layout)
         if start.resumed and start.previous_status == STATUS_COMPLETED:
@@ -223,10 +229,10 @@ class Crawler:
             guard=guard,
             reserve=reserve,
         )
-        run = wiring.Run(
+        run = self._run = wiring.Run(
             settings,
             layout,
-            seeds,
+            start_seeds.seeds,
             self.stats,
             start.resumed,
             self.process_id,
@@ -239,6 +245,8 @@ class Crawler:
             self._check_space(guard, at_start=True)
             await wiring.assemble(run, stages, self.options)
             assert stages.pipeline is not None
+            self._invalid_seeds(start_seeds.invalid)
+            self.stats.seeds = len(run.seeds)
             await stages.pipeline.put(wiring.seed_items(run, stages.sitemaps))
             status, reason = await self._crawl()
             status, reason = finish.verdict(run, stages, status, reason)
@@ -270,7 +278,7 @@ class Crawler:
             asyncio.create_task(self._worker(n), name=f"worker-{n}")
             for n in range(self.settings.workers)
         ]
-        join = asyncio.create_task(frontier.join(), name="frontier-join")
+        join = asyncio.create_task(self._all_done(), name="frontier-join")
         stop = asyncio.create_task(self._stop_event.wait(), name="stop-wait")
         monitor = asyncio.create_task(self._monitor(), name="monitor")
         assert self.stages.control is not None
@@ -294,6 +302,40 @@ class Crawler:
             await asyncio.gather(*workers, join, stop, monitor, control, return_exceptions=True)
         return self._final or (STATUS_COMPLETED, None)
 
+    async def _all_done(self) -> None:
+        """Every seed fed (a seeds file is fed while the workers run: the frontier may empty
+        meanwhile), then every URL done."""
+        assert self.stages is not None and self.stages.frontier is not None
+        if self._seeds_file is not None and not self._seeds_file.done:
+            await self._feed_seeds(self._seeds_file)
+        await self.stages.frontier.join()
+
+    async def _feed_seeds(self, file: SeedsFile) -> None:
+        """The rest of the seeds file, one batch per turn of the event loop (a batch takes
+        tens of milliseconds: signals and limits are answered between two), until it ends or
+        the crawl stops."""
+        assert self.stages is not None and self._run is not None
+        for batch in file:
+            if self._stopping:
+                break
+            self._invalid_seeds(batch.invalid)
+            if batch.seeds:
+                await wiring.more_seeds(self._run, self.stages, batch.seeds)
+                self.stats.seeds += len(batch.seeds)
+            await asyncio.sleep(0)
+
+    def _invalid_seeds(self, invalid: list[tuple[int, str, str]]) -> None:
+        assert self.stages is not None
+        for line, text, why in invalid:
+            self.stages.log.warning(
+                "seed-invalid",
+                file=str(self.settings.seeds_file),
+                line=line,
+                seed=text,
+                error=why,
+                note="this line is left out; the others are crawled",
+            )
+
     async def _drain_workers(self, workers: list[asyncio.Task[None]]) -> None:
         """Graceful stop: let busy workers finish their fetch, within the grace period."""
         if self._immediate:
@@ -313,9 +355,10 @@ class Crawler:
         guard = self.stages.guard
         limit = self.settings.max_duration
         while True:
-            await asyncio.sleep(
-                DISK_CHECK_SECONDS if limit is None else min(DISK_CHECK_SECONDS, limit)
-            )
+            wait = DISK_CHECK_SECONDS
+            if limit is not None:  # wake when the limit is reached, not up to a check later
+                wait = min(wait, max(limit - self.stats.elapsed, 0.0))
+            await asyncio.sleep(wait)
             if limit is not None and self.stats.elapsed >= limit:
                 self._stop(STATUS_LIMIT, f"max-duration of {limit:g} s reached")
                 return

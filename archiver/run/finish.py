@@ -46,7 +46,7 @@ from archiver.run.output import (
     write_status,
 )
 from archiver.run.resume import close_abandoned
-from archiver.run.stats import Summary
+from archiver.run.stats import SUMMARY_SEEDS, Summary
 from archiver.run.wiring import Run, Stages
 from archiver.sign.check import Identity
 from archiver.sign.signer import Signer, SigningAttempt
@@ -428,7 +428,7 @@ def crawl_summary(run: Run, stages: Stages, status: str, reason: str | None) -> 
         reason=reason,
         output=str(layout.root),
         resumed=run.resumed,
-        seeds=run.seeds,
+        seeds=run.seeds[:SUMMARY_SEEDS],
         warc_files=tuple(str(p.relative_to(layout.root)) for p in warc_files(layout.warcs)),
         index=str(layout.index.relative_to(layout.root)),
         wacz=layout.wacz.name if layout.wacz.exists() else None,

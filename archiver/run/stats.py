@@ -197,6 +197,10 @@ class Snapshot:
 # -- a finished run ---------------------------------------------------------------------------
 
 
+#: Seeds listed in ``summary.json`` at most (the rest are counted).
+SUMMARY_SEEDS = 100
+
+
 @dataclass(frozen=True, slots=True)
 class BrowserSummary:
     """What the browser did in a run that used one."""
@@ -270,7 +274,10 @@ class Summary:
     reason: str | None = None
     output: str | None = None
     resumed: bool = False
+    #: the first :data:`SUMMARY_SEEDS` seeds (a seeds file may hold millions: the summary
+    #: keeps their count, ``seeds_count``, not their list)
     seeds: tuple[str, ...] = ()
+    seeds_count: int = 0  #: seeds handed to the frontier by the run
     warc_files: tuple[str, ...] = ()
     index: str | None = None
     wacz: str | None = None
@@ -316,6 +323,7 @@ class Summary:
             largest=tuple(Largest(url, size, mime) for size, url, mime in stats.largest()),
             captures_over_time=tuple(sorted(stats.per_second.items())),
             browser=BrowserSummary.of(stats.browser) if stats.browser is not None else None,
+            seeds_count=stats.seeds,
         )
 
     @classmethod
@@ -395,6 +403,8 @@ class Summary:
             browser=_summed(BrowserSummary, browsers) if browsers else None,
             traps=_merged_traps(s.traps for s in whole),
             robots=_merged_robots([s.robots for s in whole if s.robots is not None]),
+            # every process feeds the whole seeds file (the shared frontier keeps each once)
+            seeds_count=max((s.seeds_count for s in summaries), default=0),
         )
 
     def to_json(self) -> dict[str, Any]:
@@ -460,6 +470,7 @@ class Summary:
             output=_str(data.get("output")),
             resumed=data.get("resumed") is True,
             seeds=tuple(s for s in _list(data.get("seeds")) if isinstance(s, str)),
+            seeds_count=_int(data.get("seeds_count")),
             warc_files=tuple(s for s in _list(data.get("warc_files")) if isinstance(s, str)),
             index=_str(data.get("index")),
             wacz=_str(data.get("wacz")),

@@ -30,6 +30,7 @@ from typing import IO, TYPE_CHECKING, Any
 
 from archiver.config.assemble import (
     address_policy,
+    allow_seed_addresses,
     default_output,
     fetch_config,
     frontier_config,
@@ -53,6 +54,7 @@ from archiver.pipeline.counters import CrawlStats
 from archiver.pipeline.parts import BrowserParts, Parts, RunContext
 from archiver.pipeline.pipeline import Pipeline
 from archiver.policy.ignores import Exclusions, compile_patterns
+from archiver.policy.netguard import AddressPolicy
 from archiver.policy.robots import Robots, RobotsCache
 from archiver.policy.scope import Scope
 from archiver.policy.sitemaps import SitemapPolicy
@@ -62,6 +64,7 @@ from archiver.run.log import CrawlLog, console_level
 from archiver.run.output import Layout, RunStart, prepare
 from archiver.run.pages import PageList
 from archiver.run.resume import repair_open_warcs
+from archiver.run.stats import SUMMARY_SEEDS
 from archiver.sign.signer import Signer
 from archiver.timefmt import Clock, utcnow
 from archiver.version import __version__
@@ -116,6 +119,10 @@ class Stages:
     browser: BrowserPool | None = None
     pipeline: Pipeline | None = None
     control: LiveControl | None = None  #: the ignores and control.toml, watched
+    #: the SSRF guard's addresses (the seeds' own are allowed, batch by batch for a seeds file)
+    addresses: AddressPolicy | None = None
+    #: the seeds' (host, port) looked up for ``addresses`` so far
+    seed_hosts: set[tuple[str, int]] = field(default_factory=set)
     #: the crawl directory as it was when the run started, and the free-space floor
     guard: DiskGuard | None = None
     #: space kept for the run's last writes on a full disk (released when it finishes)
@@ -201,7 +208,8 @@ async def assemble(run: Run, stages: Stages, options: Options) -> None:
     assert frontier is not None
     log.info(
         "crawl-start",
-        seeds=list(run.seeds),
+        seeds=list(run.seeds[:SUMMARY_SEEDS]),
+        seeds_file=str(s.seeds_file) if s.seeds_file is not None else None,
         output=str(layout.root),
         resumed=run.resumed,
         frontier=s.frontier,
@@ -221,7 +229,7 @@ async def assemble(run: Run, stages: Stages, options: Options) -> None:
         shared=stages.robots_cache,
     )
     sitemaps = stages.sitemaps = sitemap_policy(s)
-    policy = await address_policy(s, run.seeds)
+    policy = stages.addresses = await address_policy(s, run.seeds)
     fetcher = stages.fetcher = Fetcher(
         fetch_config(s, run.seeds, run.cookie_file),
         policy,
@@ -342,10 +350,26 @@ def writer_config(run: Run) -> WriterConfig:
     )
 
 
-def seed_items(run: Run, sitemaps: SitemapPolicy) -> list[CrawlItem]:
-    """What the crawl starts from: the seeds, then the sitemaps they imply."""
-    seeds = [CrawlItem(url=seed, redirects_left=run.settings.max_redirects) for seed in run.seeds]
-    return seeds + sitemaps.start_items(run.seeds)
+def seed_items(
+    run: Run, sitemaps: SitemapPolicy, seeds: tuple[str, ...] | list[str] | None = None
+) -> list[CrawlItem]:
+    """What the crawl starts from: the seeds (the run's, or a later batch of its seeds file),
+    then the sitemaps they imply."""
+    seeds = run.seeds if seeds is None else seeds
+    items = [CrawlItem(url=seed, redirects_left=run.settings.max_redirects) for seed in seeds]
+    return items + sitemaps.start_items(seeds)
+
+
+async def more_seeds(run: Run, stages: Stages, seeds: list[str]) -> None:
+    """A later batch of the seeds file (:mod:`archiver.run.seeds`), taken in as the run's
+    first seeds were: their hosts and directories in scope, their addresses allowed by the
+    SSRF guard, then queued with the sitemaps they imply. (Credential headers stay with the
+    hosts of the seeds known at the start and ``--credential-host``.)"""
+    assert stages.scope is not None and stages.pipeline is not None
+    stages.scope.add_seeds(seeds)
+    if stages.addresses is not None:
+        await allow_seed_addresses(stages.addresses, run.settings, seeds, stages.seed_hosts)
+    await stages.pipeline.put(seed_items(run, stages.sitemaps, seeds))
 
 
 __all__ = [
@@ -353,6 +377,7 @@ __all__ = [
     "Run",
     "Stages",
     "assemble",
+    "more_seeds",
     "open_frontier",
     "open_log",
     "open_output",

@@ -41,7 +41,16 @@ import pytest
 from archiver.commands.cli import hangup_stops
 from archiver.run.crawler import EXIT_INTERRUPTED, EXIT_OK, Crawler
 from tests.conftest import fast_settings
-from tests.run.test_edges_lifecycle import REPO, _reaped, finish, http_response, run, start
+from tests.run.test_edges_lifecycle import (
+    REPO,
+    _reaped,
+    finish,
+    http_response,
+    log_events,
+    run,
+    said,
+    start,
+)
 from tests.run.test_resume import crawl_args
 from tests.support.faults import Terminal, assert_archive_sound, captured_once
 from tests.support.filesystem import private_tmpfs, split_output
@@ -308,6 +317,69 @@ async def test_the_crawl_directory_unmounted_mid_crawl_stops(
     assert code == EXIT_INTERRUPTED, err
     assert f"{out} was " in err and "while the crawl ran" in err
     assert list(mount.iterdir()) == []  # the directory under the mount point: untouched
+
+
+# ============================================================================ huge inputs
+
+
+def million_seeds(server: RawServer, path: Path, count: int = 1_000_000) -> Path:
+    """A seeds file of ``count`` URLs of the local server (each answered 404 at once), with
+    one line that is not a URL."""
+    base = server.url("/s/")
+    with open(path, "w", encoding="utf-8") as fh:
+        fh.write("# a comment\nnot a url at all ::\n")
+        fh.writelines(f"{base}{n}\n" for n in range(count))
+    return path
+
+
+async def test_a_million_seeds_file_never_holds_the_crawl(
+    raw_server: RawServer, tmp_path: Path
+) -> None:
+    """Fault: a ``--seeds-file`` of 1,000,000 URLs. Read and queued in one go, it held the
+    event loop for about 90 s (SIGTERM answered after 63 s) and copied every seed into a
+    39 MB summary.json. Now the file is fed a batch at a time while the crawl runs: fetching
+    starts at once, SIGTERM is answered within a second, and the summary keeps the count
+    (and the first seeds), not the list; the line that is not a URL is logged and left
+    out."""
+    seeds = million_seeds(raw_server, tmp_path / "seeds.txt")
+    out = tmp_path / "out"
+    proc = await start(crawl_args(raw_server.url("/"), out, "--seeds-file", str(seeds)))
+    with _reaped(proc):
+        while len(raw_server.requests) < 50:  # fetching the seeds: the crawl is under way
+            await asyncio.sleep(0.05)
+            assert proc.returncode is None
+        sent = asyncio.get_running_loop().time()
+        proc.send_signal(signal.SIGTERM)
+        await said(proc, "SIGTERM: finishing in-flight fetches")
+        answered = asyncio.get_running_loop().time() - sent
+        code, err = await finish(proc)
+
+    assert code == EXIT_INTERRUPTED, err
+    assert answered < 1.0, f"SIGTERM answered after {answered:.2f} s"
+    text = (out / "summary.json").read_text()
+    assert len(text) < 64 * 1024, f"summary.json is {len(text)} bytes"
+    summary = json.loads(text)
+    assert summary["reason"] == "stopped by SIGTERM"
+    assert len(summary["seeds"]) == 100 and summary["seeds"][0] == raw_server.url("/")
+    assert summary["seeds_count"] > len(raw_server.requests) > 0
+    (invalid,) = [e for e in log_events(out, "seed-invalid")]
+    assert invalid["line"] == 2 and invalid["seed"] == "not a url at all ::"
+
+
+async def test_max_duration_holds_with_a_million_seeds(
+    raw_server: RawServer, tmp_path: Path
+) -> None:
+    """Fault: as above, with ``--max-duration 3s``: the crawl stops at its limit (exit 0,
+    status "limit") within a second of it, not after the seeds file was read."""
+    seeds = million_seeds(raw_server, tmp_path / "seeds.txt")
+    out = tmp_path / "out"
+    code, err = await run(
+        crawl_args(raw_server.url("/"), out, "--seeds-file", str(seeds), "--max-duration", "3s")
+    )
+    assert code == EXIT_OK, err
+    summary = json.loads((out / "summary.json").read_text())
+    assert summary["status"] == "limit"
+    assert 3.0 <= summary["duration_seconds"] < 4.0, summary["duration_seconds"]
 
 
 # ============================================================================ SIGHUP

@@ -46,6 +46,7 @@ SUMMARY_FIELDS = [
     "output",
     "resumed",
     "seeds",
+    "seeds_count",
     "warc_files",
     "index",
     "wacz",
@@ -97,6 +98,7 @@ async def test_a_crawls_figures_keep_their_json_shape(tmp_path: Path, site: Site
     summary = Summary.from_json(written)
     assert summary.to_json() == written, "read back, written again: the same object"
     assert (summary.captures, summary.status, summary.seeds) == (3, "completed", (site.url("/"),))
+    assert summary.seeds_count == 1
     snapshot = crawler.snapshot().to_json()
     assert set(snapshot) == SNAPSHOT_FIELDS
     assert snapshot["captures"] == 3 and snapshot["by_status_class"] == {"2xx": 2, "4xx": 1}
