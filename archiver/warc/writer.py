@@ -139,6 +139,10 @@ class _OpenFile:
         self.warcinfo_id = info
         self.size = 0
         self.good_size = 0  #: size after the last whole record group (warcinfo or capture)
+        #: sizes (WARC, journal) where the batch being written began in this file
+        self.batch_mark = (0, self.journal_size)
+        #: the file was made by the batch being written (it holds no capture from before)
+        self.new = True
         self.last_fsync = time.monotonic()
 
     @property
@@ -380,6 +384,7 @@ class Writer:
             journal_path.unlink()
             raise
         handle.good_size = handle.size
+        handle.batch_mark = (handle.size, handle.journal_size)
         self.stats.files += 1
         self.stats.current_file = name
         return handle
@@ -435,8 +440,9 @@ class Writer:
         refused = self._guard() if self._guard is not None else None
         if refused is not None:
             return [], WriteError(refused)
-        first = self._file
-        mark = (first.size, first.journal_size) if first is not None else (0, 0)
+        if self._file is not None:
+            self._file.batch_mark = (self._file.size, self._file.journal_size)
+            self._file.new = False
         results: list[WrittenCapture] = []
         try:
             for capture in captures:
@@ -448,7 +454,7 @@ class Writer:
                     os.fsync(handle.fd)
                     handle.last_fsync = time.monotonic()
         except OSError as exc:
-            self._take_back(first, mark, {result.filename for result in results})
+            self._take_back({result.filename for result in results})
             where = exc.filename or "WARC data"
             return [], WriteError(f"cannot write {where}: {exc.strerror or exc}")
         return results, None
@@ -467,20 +473,22 @@ class Writer:
             raise OSError(exc.errno, exc.strerror, str(handle.journal_path)) from exc
         handle.lines.clear()
 
-    def _take_back(self, first: _OpenFile | None, mark: tuple[int, int], touched: set[str]) -> None:
-        """After a failed batch: cut the file it started in back to where the batch began
-        (WARC and journal), and close it. A file the batch rotated out of, or one that cannot
-        be cut (an I/O error), is marked unclaimed: it keeps its ``.open`` name, and the resume
-        repair keeps only what the frontier committed."""
+    def _take_back(self, written: set[str]) -> None:
+        """After a failed batch: cut the file being written back to where the batch began in
+        it (WARC and journal) and close it; a file the batch made and cut back to its
+        warcinfo holds nothing and is removed. A file the batch rotated out of (its captures
+        were written, never reported), or one that cannot be cut (an I/O error), is marked
+        unclaimed: it keeps its ``.open`` name, and the resume repair keeps only what the
+        frontier committed."""
         handle = self._file
-        if handle is not None:
-            handle.lines.clear()
-        if handle is None or handle is not first:
+        rotated = written - ({handle.final_name} if handle is not None else set())
+        if rotated:
             with self._retired_lock:
-                self._unclaimed.update(touched | ({handle.final_name} if handle else set()))
+                self._unclaimed.update(rotated)
         if handle is None:
             return
-        size, journal_size = mark if handle is first else (handle.good_size, handle.journal_size)
+        handle.lines.clear()
+        size, journal_size = handle.batch_mark
         try:
             os.ftruncate(handle.fd, size)
             os.ftruncate(handle.journal, journal_size)
@@ -490,6 +498,12 @@ class Writer:
             with self._retired_lock:
                 self._unclaimed.add(handle.final_name)
             self._abandon(handle)
+            return
+        if handle.new:  # nothing but its warcinfo: no file at all is better
+            self._abandon(handle)
+            with contextlib.suppress(OSError):
+                handle.path.unlink()
+                handle.journal_path.unlink()
             return
         try:
             self._close_file()

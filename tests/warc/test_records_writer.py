@@ -350,6 +350,65 @@ async def test_a_large_spooled_body_is_written_in_bounded_pieces(tmp_path: Path)
         assert member.eof and not member.unused_data
 
 
+async def test_a_failed_batch_is_taken_back_whole(tmp_path: Path) -> None:
+    """A write error in a batch: none of its captures is reported written, the file is cut
+    back to where the batch began in it (WARC and journal alike: no index line for a capture
+    nobody was told of), and a file the failed batch made is removed; a file holding earlier
+    captures is closed whole. (A capture reported and committed whose journal line was lost
+    would be missing from the index for good.)"""
+    budget = {"left": 10**9}
+
+    def failing_write(fd: int, data: bytes | bytearray | memoryview) -> int:
+        if budget["left"] < len(data):
+            raise OSError(errno.ENOSPC, "No space left on device")
+        budget["left"] -= len(data)
+        return os.write(fd, data)
+
+    writes = {"left": 1}
+
+    def warcinfo_only(fd: int, data: bytes | bytearray | memoryview) -> int:
+        writes["left"] -= 1  # the warcinfo is one write; the capture after it fails
+        if writes["left"] < 0:
+            raise OSError(errno.ENOSPC, "No space left on device")
+        return os.write(fd, data)
+
+    factory = RecordFactory()
+    journals = tmp_path / "j"
+    writer = Writer(
+        WriterConfig(tmp_path / "w", writer_journal(journals)),
+        factory,
+        write_fn=warcinfo_only,
+        auto_seal=False,
+    )
+    writer.start()
+    with pytest.raises(WriteError, match="No space left"):
+        await writer.write(factory.capture(exchange(RESPONSE, body=b"hello")))
+    await writer.close()
+    assert list((tmp_path / "w").iterdir()) == [] and list(journals.iterdir()) == []
+
+    writer = Writer(
+        WriterConfig(tmp_path / "w2", writer_journal(journals)),
+        factory,
+        write_fn=failing_write,
+        auto_seal=False,
+    )
+    writer.start()
+    budget["left"] = 10**9
+    kept = await writer.write(factory.capture(exchange(RESPONSE, body=b"hello")))
+    budget["left"] = 500
+    big = os.urandom(5000)
+    response = b"HTTP/1.1 200 OK\r\n\r\n" + big
+    with pytest.raises(WriteError):
+        await writer.write(factory.capture(exchange(response, body=big, url="http://x.test/")))
+    await writer.close()
+    assert writer.retired() == [kept.filename]  # closed whole: it can be sealed
+    (path,) = (tmp_path / "w2").glob("*.open")
+    assert path.stat().st_size == kept.end
+    assert [r.uri for r in responses(path)] == ["http://example.test/a"]
+    (journal,) = journals.glob("*.cdxj")
+    assert len(journal.read_text().splitlines()) == 1
+
+
 @pytest.mark.parametrize(
     ("text", "expected"),
     [
