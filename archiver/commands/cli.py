@@ -23,7 +23,7 @@ from typing import Any, NoReturn
 from archiver.commands.progress import Display
 from archiver.config.assemble import software_string
 from archiver.config.settings import Settings, load_settings, option_name, setting_fields
-from archiver.errors import ArchiverError, LockedError, SettingsError, SignatureError
+from archiver.errors import ArchiverError, LockedError, SettingsError, SignatureError, StateError
 from archiver.processes.keeper import die_with_parent
 from archiver.processes.supervisor import CHILD_COMMAND, Supervisor, read_child_message
 from archiver.run.crawler import (
@@ -306,6 +306,19 @@ def build_parser() -> argparse.ArgumentParser:
     )
     ign.add_argument("path", metavar="DIR", help="crawl directory")
     ign.add_argument("pattern", metavar="PATTERN", help="regular expression")
+
+    reb = sub.add_parser(
+        "rebuild-frontier",
+        help="rebuild a stopped crawl's lost or damaged frontier database from its WARC files",
+        description=(
+            "Make DIR/state/frontier.sqlite again from the crawl's WARC files and "
+            "state/crawl.json: every captured URL done, the dedup digests, and the queue "
+            "found by walking the crawl again from its seeds through what it captured. A "
+            "damaged database is kept beside it. Then the crawl's command resumes the crawl, "
+            "capturing nothing twice."
+        ),
+    )
+    reb.add_argument("path", metavar="DIR", help="crawl directory")
 
     sub.add_parser(
         "version",
@@ -637,6 +650,21 @@ def cmd_ignore(args: argparse.Namespace) -> int:
     return EXIT_OK
 
 
+def cmd_rebuild_frontier(args: argparse.Namespace) -> int:
+    from archiver.run.rebuild import rebuild_frontier  # noqa: PLC0415
+
+    report = rebuild_frontier(Path(args.path))
+    kept = f"; the damaged database is kept as {report.damaged.name}" if report.damaged else ""
+    print(
+        f"archiver: rebuilt {Path(args.path) / 'state' / 'frontier.sqlite'} from "
+        f"{report.warc_files} WARC files: {report.captured} URLs done, {report.queued} queued, "
+        f"{report.digests} payload digests{kept}; run the crawl's command again to go on"
+    )
+    for note in report.notes:
+        print(f"archiver: {note}")
+    return EXIT_OK
+
+
 def cmd_version(_: argparse.Namespace) -> int:
     print(software_string())
     return EXIT_OK
@@ -652,6 +680,7 @@ COMMANDS = {
     "replay": cmd_replay,
     "serve-sample": cmd_serve_sample,
     "ignore": cmd_ignore,
+    "rebuild-frontier": cmd_rebuild_frontier,
     "version": cmd_version,
 }
 
@@ -678,6 +707,9 @@ def _guarded(command: str, run: Callable[[], int]) -> int:
     except LockedError as exc:
         sys.stderr.write(f"{PROG} {command}: locked: {exc}\n")
         return EXIT_LOCKED
+    except StateError as exc:  # not resumable as it is: running it again changes nothing
+        sys.stderr.write(f"{PROG} {command}: state: {exc}\n")
+        return EXIT_USAGE
     except ArchiverError as exc:
         sys.stderr.write(f"{PROG} {command}: error: {exc}\n")
         return EXIT_FAILED

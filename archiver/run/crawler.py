@@ -21,11 +21,12 @@ import os
 import time
 import traceback
 from collections.abc import Callable
-from typing import IO, Protocol
+from typing import IO, Any, Protocol
 
 from archiver.config.assemble import check_browser, cookie_file, wacz_signer
 from archiver.config.settings import Settings
-from archiver.errors import ArchiverError, FrontierError, OutputError, WriteError
+from archiver.dedup.previous import PreviousCrawls
+from archiver.errors import ArchiverError, FrontierError, OutputError, StateError, WriteError
 from archiver.fetch.cookiestxt import CookieLine
 from archiver.frontier import Backend
 from archiver.models import MAX_REDIRECTS, FailReason, Outcome, TaskResult
@@ -50,9 +51,11 @@ from archiver.run.output import (
     STATUS_LIMIT,
     Layout,
     OutputLock,
+    RunStart,
     write_status,
 )
 from archiver.run.seeds import SeedsFile, StartingSeeds, starting_seeds
+from archiver.run.state import CRAWL_KEY, check_state, new_identity, record_settled, stamp
 from archiver.run.stats import SNAPSHOT_HOSTS, TOP_HOSTS, BrowserSnapshot, Snapshot
 from archiver.sign.signer import Signer
 from archiver.timefmt import Clock, utcnow
@@ -207,28 +210,15 @@ class Crawler:
             if previous is not None:
                 await previous.close()
             return finish.already_completed(layout)
-        reserve = Reserve(layout)
-        try:  # the first writes: a disk already full stops here, before anything else
-            write_status(layout, start.status)
-            reserve.hold()
-            crawl_log = wiring.open_log(
-                settings, layout, self.options.console, on_failure=self._log_failed
-            )
-            guard = DiskGuard(layout, settings.min_free_disk)
-        except (OSError, OutputError) as exc:
-            reserve.release()
+        try:
+            stages = self.stages = self._first_writes(start, previous)
+        except (OSError, OutputError, StateError) as exc:
             if previous is not None:
                 await previous.close()
+            if isinstance(exc, StateError):
+                raise  # nothing was written: a state that disagrees is left as it is
             why = str(exc) if isinstance(exc, OutputError) else _cannot_write(exc)
             return finish.not_started(layout, start.status, why, resumed=start.resumed)
-        stages = self.stages = wiring.Stages(
-            crawl_log,
-            crawl_log.bind(),
-            previous=previous,
-            frontier=self.options.backend.frontier if self.options.backend else None,
-            guard=guard,
-            reserve=reserve,
-        )
         run = self._run = wiring.Run(
             settings,
             layout,
@@ -242,8 +232,9 @@ class Crawler:
         status: str = STATUS_FAILED
         reason: str | None = "not started"
         try:
-            self._check_space(guard, at_start=True)
+            self._check_space(stages, at_start=True)
             await wiring.assemble(run, stages, self.options)
+            self._stamp(start.status)
             assert stages.pipeline is not None
             self._invalid_seeds(start_seeds.invalid)
             self.stats.seeds = len(run.seeds)
@@ -257,9 +248,56 @@ class Crawler:
             status, reason = await finish.finish(
                 run, stages, status, reason, immediate=self._immediate
             )
-        if guard.check_held() is not None:
+        assert stages.guard is not None
+        if stages.guard.check_held() is not None:
             return finish.unrecorded_result(layout, status, reason, resumed=run.resumed)
+        if self._own_sqlite:
+            stamp(layout, start.status)
         return finish.crawl_result(layout, status, reason, start.status, resumed=run.resumed)
+
+    @property
+    def _own_sqlite(self) -> bool:
+        """The crawl's frontier is its own SQLite database (what :mod:`archiver.run.state`
+        cross-checks)."""
+        return self.settings.frontier == "sqlite" and self.process_id is None
+
+    def _first_writes(self, start: RunStart, previous: PreviousCrawls | None) -> wiring.Stages:
+        """The state checked (a resumed crawl's), then the run's first writes: crawl.json, the
+        reserve, the log. A disk already full stops here (OSError, OutputError), before
+        anything else; a state that disagrees with itself before even these (StateError)."""
+        layout = self.layout
+        if self._own_sqlite and start.resumed:
+            check_state(layout, start.status)
+        start.status.setdefault(CRAWL_KEY, new_identity())
+        reserve = Reserve(layout)
+        try:
+            write_status(layout, start.status)
+            reserve.hold()
+            crawl_log = wiring.open_log(
+                self.settings, layout, self.options.console, on_failure=self._log_failed
+            )
+        except BaseException:
+            reserve.release()
+            raise
+        return wiring.Stages(
+            crawl_log,
+            crawl_log.bind(),
+            previous=previous,
+            frontier=self.options.backend.frontier if self.options.backend else None,
+            guard=DiskGuard(layout, self.settings.min_free_disk),
+            reserve=reserve,
+        )
+
+    def _stamp(self, state: dict[str, Any]) -> None:
+        """What the frontier database settled into crawl.json, once the frontier is open and
+        repaired (:func:`archiver.run.state.record_settled`)."""
+        if not self._own_sqlite:
+            return
+        record_settled(self.layout, state)
+        try:
+            write_status(self.layout, state)
+        except OSError as exc:
+            raise OutputError(f"crawl.json: {_cannot_write(exc)}") from None
 
     def _log_failed(self, exc: OSError) -> None:
         """The crawl log cannot be written (a full disk): stop, resumably. Called from whatever
@@ -368,7 +406,7 @@ class Crawler:
                 self._stop(STATUS_INTERRUPTED, lost, immediate=True)
                 return
             try:
-                self._check_space(guard)
+                self._check_space(self.stages)
             except OutputError as exc:
                 self.stages.log.error("disk-space", error=str(exc))
                 self._stop(STATUS_INTERRUPTED, str(exc))
@@ -376,8 +414,9 @@ class Crawler:
             await finish.seal_committed(self.stages)
 
     @staticmethod
-    def _check_space(guard: DiskGuard, *, at_start: bool = False) -> None:
-        low = guard.check_space(at_start=at_start)
+    def _check_space(stages: wiring.Stages, *, at_start: bool = False) -> None:
+        assert stages.guard is not None
+        low = stages.guard.check_space(at_start=at_start)
         if low is not None:
             raise OutputError(low)
 

@@ -17,6 +17,10 @@ once over both runs.
 * **The crawl directory taken away mid-crawl**: removed (``rm -rf``), replaced (renamed and
   made again), unmounted. The crawl stops (exit 3) saying so, and writes nothing into what
   is at the path now; it never reports "completed".
+* **The frontier database lost while the crawl is stopped**: deleted, cut short, replaced by
+  another crawl's. The next run refuses to start over (exit 2) and names the command that
+  rebuilds it from the WARC files; after ``archiver rebuild-frontier`` the same crawl command
+  completes the crawl with every page captured once.
 * **A hang-up** (the crawl's controlling terminal closed, as by a dropped SSH session: the
   kernel sends SIGHUP): a graceful stop like SIGTERM's, exit 3; ignored under ``nohup`` and
   in a systemd service, where the crawl completes.
@@ -317,6 +321,100 @@ async def test_the_crawl_directory_unmounted_mid_crawl_stops(
     assert code == EXIT_INTERRUPTED, err
     assert f"{out} was " in err and "while the crawl ran" in err
     assert list(mount.iterdir()) == []  # the directory under the mount point: untouched
+
+
+# ============================================================================ lost state
+
+
+async def interrupted_crawl(site: GatedSite, out: Path) -> list[str]:
+    """A crawl stopped by SIGTERM while ``/gate`` is held: the pages before it captured, the
+    ones it links to queued. Returns the crawl's command line (run again, it resumes)."""
+    args = crawl_args(site.server.url("/"), out, "--min-free-disk", "0", "--workers", "2")
+    proc = await start(args)
+    with _reaped(proc):
+        await asyncio.wait_for(site.asked.wait(), 60)
+        proc.send_signal(signal.SIGTERM)
+        await said(proc, "SIGTERM: finishing in-flight fetches")
+        site.open.set()
+        code, err = await finish(proc)
+    assert code == EXIT_INTERRUPTED, err
+    return args
+
+
+def lose_database(out: Path, how: str) -> None:
+    database = out / "state" / "frontier.sqlite"
+    if how == "deleted":
+        for suffix in ("", "-wal", "-shm"):
+            database.with_name(database.name + suffix).unlink(missing_ok=True)
+    else:  # cut short, as a copy interrupted half-way leaves it
+        with open(database, "r+b") as fh:
+            fh.truncate(os.fstat(fh.fileno()).st_size // 2)
+
+
+async def rebuild(out: Path) -> str:
+    """``archiver rebuild-frontier OUT``, as the error message says to run it: its output."""
+    proc = await asyncio.create_subprocess_exec(
+        sys.executable, "-m", "archiver", "rebuild-frontier", str(out),
+        cwd=REPO, stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.PIPE,
+    )  # fmt: skip
+    with _reaped(proc):
+        said_, err = await asyncio.wait_for(proc.communicate(), 120)
+    assert proc.returncode == EXIT_OK, err.decode()
+    return said_.decode()
+
+
+@pytest.mark.parametrize("how", ["deleted", "truncated"])
+async def test_a_lost_frontier_is_a_clear_error_and_the_rebuild_captures_each_page_once(
+    raw_server: RawServer, tmp_path: Path, how: str
+) -> None:
+    """Fault: ``state/frontier.sqlite`` deleted, or cut to half its size, while the crawl is
+    stopped. The next run used to start over from the seed without a word and archive every
+    page a second time (the dedup digests were lost with it); now it exits 2 before writing a
+    thing, saying what is wrong and which command rebuilds it. ``archiver rebuild-frontier``
+    makes the database again from the WARC files, and the crawl's own command then completes
+    the crawl: every page captured once over all the runs."""
+    site = GatedSite(raw_server)
+    out = tmp_path / "out"
+    args = await interrupted_crawl(site, out)
+    before = crawl_state(out)
+    requested = len(raw_server.requests)
+    captured = len(captured_once(assert_archive_sound(out, stopped=True)))
+    lose_database(out, how)
+
+    code, err = await run(args)
+    assert code == 2, err
+    *_, said_ = err.splitlines()  # one line says it (after "resuming the crawl in ...")
+    assert said_.startswith("archiver crawl: state: ") and "state/frontier.sqlite" in said_
+    assert f"archiver rebuild-frontier {out}" in said_
+    assert crawl_state(out) == before  # nothing was written
+    assert len(raw_server.requests) == requested  # nothing was fetched
+
+    rebuilt = await rebuild(out)
+    # every captured URL done; every other page of the site found again from the seed
+    assert f"{captured} URLs done, {len(site.urls()) - captured} queued" in rebuilt
+    code, err = await run(args)
+    assert code == EXIT_OK, err
+    assert_every_page_once(out, site)
+    assert stray_tmp(out) == []
+
+
+async def test_another_crawls_frontier_is_refused(raw_server: RawServer, tmp_path: Path) -> None:
+    """Fault: the frontier database of another crawl copied into a stopped crawl's state (a
+    restore from the wrong backup): the run refuses it by the crawl's identity, which
+    crawl.json and the database both carry (exit 2)."""
+    site = GatedSite(raw_server)
+    out = tmp_path / "out"
+    args = await interrupted_crawl(site, out)
+    other = tmp_path / "other"
+    code, err = await run(crawl_args(raw_server.url("/a/0"), other, "--min-free-disk", "0"))
+    assert code == EXIT_OK, err
+    for suffix in ("", "-wal", "-shm"):
+        (out / "state" / f"frontier.sqlite{suffix}").unlink(missing_ok=True)
+    shutil.copy(other / "state" / "frontier.sqlite", out / "state" / "frontier.sqlite")
+
+    code, err = await run(args)
+    assert code == 2, err
+    assert "belongs to another crawl" in err and "archiver rebuild-frontier" in err
 
 
 # ============================================================================ huge inputs

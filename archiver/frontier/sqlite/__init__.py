@@ -46,19 +46,23 @@ them: ``open`` turns both back into ``QUEUED`` (tries unchanged).
 The modules: ``schema.sql`` (the tables), :mod:`.database` (the SQL, on the store's thread),
 :mod:`.ops` (the operations the loop hands the thread), :mod:`.store` (the thread, batching,
 group commit, backpressure), :mod:`.bloom` (the seen-set caches), :mod:`.frontier`
-(:class:`SqliteFrontier`) and :mod:`.digests` (:class:`SqliteDigestIndex`,
-:class:`SqliteCapturedUrls`).
+(:class:`SqliteFrontier`), :mod:`.digests` (:class:`SqliteDigestIndex`,
+:class:`SqliteCapturedUrls`) and :mod:`.identity` (whose crawl a database is).
 """
 
 from archiver.frontier.sqlite.bloom import Bloom
 from archiver.frontier.sqlite.digests import SqliteCapturedUrls, SqliteDigestIndex
 from archiver.frontier.sqlite.frontier import SqliteFrontier
+from archiver.frontier.sqlite.identity import FrontierIdentity, read_identity, write_identity
 from archiver.frontier.sqlite.ops import StoreStats
 
 __all__ = [
     "Bloom",
+    "FrontierIdentity",
     "SqliteCapturedUrls",
     "SqliteDigestIndex",
     "SqliteFrontier",
     "StoreStats",
+    "read_identity",
+    "write_identity",
 ]
