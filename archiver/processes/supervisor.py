@@ -194,6 +194,8 @@ class Supervisor:
         self._ended: list[tuple[float, Summary]] = []  #: (offset, summary), in order
         self._runs: list[dict[str, Any]] = []
         self._signer: Signer | None = None
+        #: state/crawl.json's data, kept up to date by this run
+        self._state: dict[str, Any] = {}
 
     # -- control ----------------------------------------------------------------------------
 
@@ -273,6 +275,7 @@ class Supervisor:
         )
         if start.resumed and start.previous_status == STATUS_COMPLETED:
             return finish.already_completed(layout)
+        self._state = start.status
         write_status(layout, start.status)
         crawl_log = crawl_logger(
             layout.log, quiet=settings.quiet, verbose=settings.verbose, console=self.console
@@ -638,7 +641,7 @@ class Supervisor:
         )
         whole = [part for _, part in self._ended if part.status is not None]
         last = whole[-1] if whole else Summary()
-        return dataclasses.replace(
+        this_run = dataclasses.replace(
             summary,
             status=status,
             reason=reason,
@@ -654,6 +657,10 @@ class Supervisor:
             processes={"count": self.settings.processes, "runs": self._runs},
             version=__version__,
         )
+        runs = self._state.get("runs")
+        if isinstance(runs, list) and runs:  # this run's own figures, for the next runs
+            runs[-1].update(finish.run_figures(this_run))
+        return this_run.across_runs(finish.earlier_summary(layout), finish.run_history(self._state))
 
 
 def _status_of(code: int) -> str:

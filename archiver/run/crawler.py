@@ -17,6 +17,7 @@ with a clear error instead of hanging it: every lease is always handed back with
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import os
 import time
 import traceback
@@ -56,7 +57,7 @@ from archiver.run.output import (
 )
 from archiver.run.seeds import SeedsFile, StartingSeeds, starting_seeds
 from archiver.run.state import CRAWL_KEY, check_state, new_identity, record_settled, stamp
-from archiver.run.stats import SNAPSHOT_HOSTS, TOP_HOSTS, BrowserSnapshot, Snapshot
+from archiver.run.stats import SNAPSHOT_HOSTS, TOP_HOSTS, BrowserSnapshot, Snapshot, Summary
 from archiver.sign.signer import Signer
 from archiver.timefmt import Clock, utcnow
 
@@ -228,6 +229,7 @@ class Crawler:
             self.process_id,
             cookie_file=self._cookies,
             signer=self._signer,
+            state=start.status,
         )
         status: str = STATUS_FAILED
         reason: str | None = "not started"
@@ -248,12 +250,18 @@ class Crawler:
             status, reason = await finish.finish(
                 run, stages, status, reason, immediate=self._immediate
             )
+        self._record_figures()
         assert stages.guard is not None
         if stages.guard.check_held() is not None:
             return finish.unrecorded_result(layout, status, reason, resumed=run.resumed)
         if self._own_sqlite:
             stamp(layout, start.status)
         return finish.crawl_result(layout, status, reason, start.status, resumed=run.resumed)
+
+    @property
+    def _own_directory(self) -> bool:
+        """The crawl directory is this process's alone (not one of a shared crawl)."""
+        return self.process_id is None
 
     @property
     def _own_sqlite(self) -> bool:
@@ -412,6 +420,25 @@ class Crawler:
                 self._stop(STATUS_INTERRUPTED, str(exc))
                 return
             await finish.seal_committed(self.stages)
+            self._checkpoint()
+
+    def _record_figures(self) -> None:
+        """This run's figures so far, in its entry of crawl.json's runs."""
+        run, stages = self._run, self.stages
+        if run is None or not isinstance(run.state.get("runs"), list) or not run.state["runs"]:
+            return
+        if stages is not None and stages.writer is not None:
+            self.stats.bytes_written = stages.writer.stats.bytes
+        run.state["runs"][-1].update(finish.run_figures(Summary.counted(self.stats)))
+
+    def _checkpoint(self) -> None:
+        """The figures into crawl.json every couple of seconds (not fsynced: a kill -9 keeps
+        them, a power cut may lose the last ones): a run killed before it wrote its summary is
+        still counted by the next one (:meth:`archiver.run.stats.Summary.across_runs`)."""
+        self._record_figures()
+        if self._run is not None and self._own_directory:
+            with contextlib.suppress(OSError):
+                write_status(self.layout, self._run.state, fsync=False)
 
     @staticmethod
     def _check_space(stages: wiring.Stages, *, at_start: bool = False) -> None:

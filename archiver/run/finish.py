@@ -46,7 +46,7 @@ from archiver.run.output import (
     write_status,
 )
 from archiver.run.resume import close_abandoned
-from archiver.run.stats import SUMMARY_SEEDS, Summary
+from archiver.run.stats import SUMMARY_SEEDS, RunEntry, Summary
 from archiver.run.wiring import Run, Stages
 from archiver.sign.check import Identity
 from archiver.sign.signer import Signer, SigningAttempt
@@ -419,7 +419,42 @@ def log_end(log: Any, summary: Summary) -> None:
 
 
 def crawl_summary(run: Run, stages: Stages, status: str, reason: str | None) -> Summary:
-    """summary.json: the counters, how the run ended, and what it wrote."""
+    """summary.json: the counters, how the run ended, and what it wrote; for a crawl directory
+    of its own, the whole crawl across its runs (:meth:`Summary.across_runs`). A process of a
+    shared crawl writes this run's figures, which its supervisor or the report adds up."""
+    this_run = _run_summary(run, stages, status, reason)
+    if run.process_id is not None:
+        return this_run
+    return this_run.across_runs(earlier_summary(run.layout), run_history(run.state))
+
+
+def earlier_summary(layout: Layout) -> Summary | None:
+    """What summary.json said before this run (None without one)."""
+    written = read_json(layout.summary)
+    return Summary.from_json(written) if written else None
+
+
+def run_history(state: Mapping[str, Any]) -> list[RunEntry]:
+    """The crawl's runs before this one as crawl.json records them (the last is this one)."""
+    runs = state.get("runs")
+    if not isinstance(runs, list):
+        return []
+    return [RunEntry.from_json(entry) for entry in runs[:-1] if isinstance(entry, Mapping)]
+
+
+def run_figures(summary: Summary) -> dict[str, Any]:
+    """The figures crawl.json keeps for a run (:class:`RunEntry`'s)."""
+    entry = RunEntry.of(summary)
+    return {
+        "duration_seconds": entry.duration_seconds,
+        "captures": entry.captures,
+        "pages": entry.pages,
+        "bytes_received": entry.bytes_received,
+        "bytes_written": entry.bytes_written,
+    }
+
+
+def _run_summary(run: Run, stages: Stages, status: str, reason: str | None) -> Summary:
     layout, previous = run.layout, stages.previous
     frontier_stats = stages.frontier.statistics() if stages.frontier is not None else None
     return dataclasses.replace(

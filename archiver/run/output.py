@@ -266,14 +266,15 @@ def cut_torn_line(path: Path) -> int:
         return 0
 
 
-def write_json_atomic(path: Path, data: Any) -> None:
+def write_json_atomic(path: Path, data: Any, *, fsync: bool = True) -> None:
     """``path`` replaced by ``data`` as JSON, whole or not at all (no ``.tmp`` left behind)."""
-    atomicfile.write_text(path, json.dumps(data, indent=2, sort_keys=False) + "\n")
+    text = json.dumps(data, indent=2, sort_keys=False) + "\n"
+    atomicfile.write_text(path, text, fsync=fsync)
 
 
-def write_status(layout: Layout, data: dict[str, Any]) -> None:
+def write_status(layout: Layout, data: dict[str, Any], *, fsync: bool = True) -> None:
     layout.state.mkdir(parents=True, exist_ok=True)
-    write_json_atomic(layout.status_file, data)
+    write_json_atomic(layout.status_file, data, fsync=fsync)
 
 
 @dataclass(slots=True)

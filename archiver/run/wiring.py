@@ -91,6 +91,8 @@ class Run:
     cookie_file: tuple[CookieLine, ...] = ()
     #: who signs the WACZ (``--wacz-sign``, ``--wacz-sign-key``), made before the run started
     signer: Signer | None = None
+    #: ``state/crawl.json``'s data, as this run keeps it up to date (its runs and figures)
+    state: dict[str, Any] = field(default_factory=dict)
 
 
 @dataclass(slots=True)

@@ -21,6 +21,9 @@ once over both runs.
   another crawl's. The next run refuses to start over (exit 2) and names the command that
   rebuilds it from the WARC files; after ``archiver rebuild-frontier`` the same crawl command
   completes the crawl with every page captured once.
+* **Reruns and resumes never lower the summary's counts**: ``summary.json`` describes the
+  whole crawl across its runs (with the list of runs), a run killed before it wrote its
+  summary included (its figures are checkpointed in crawl.json).
 * **A hang-up** (the crawl's controlling terminal closed, as by a dropped SSH session: the
   kernel sends SIGHUP): a graceful stop like SIGTERM's, exit 3; ignored under ``nohup`` and
   in a systemd service, where the crawl completes.
@@ -415,6 +418,67 @@ async def test_another_crawls_frontier_is_refused(raw_server: RawServer, tmp_pat
     code, err = await run(args)
     assert code == 2, err
     assert "belongs to another crawl" in err and "archiver rebuild-frontier" in err
+
+
+# ==================================================================== the summary of every run
+
+
+async def test_the_summary_counts_every_run_and_a_rerun_lowers_nothing(
+    raw_server: RawServer, tmp_path: Path
+) -> None:
+    """Fault: a crawl stopped (SIGTERM), resumed to completion, then run again. summary.json
+    described the last run only: the resume's summary counted only what it captured, and a
+    rerun that had nothing left to do wrote 0 captures. Now it is the whole crawl: the sum of
+    the runs, each listed with its own figures, and a rerun changes nothing."""
+    site = GatedSite(raw_server)
+    out = tmp_path / "out"
+    args = await interrupted_crawl(site, out)
+    first = json.loads((out / "summary.json").read_text())
+    assert [run["status"] for run in first["runs"]] == ["interrupted"]
+
+    code, err = await run(args)
+    assert code == EXIT_OK, err
+    assert_every_page_once(out, site)
+    whole = json.loads((out / "summary.json").read_text())
+    assert whole["captures"] == len(site.urls()) > first["captures"] > 0
+    assert [run["status"] for run in whole["runs"]] == ["interrupted", "completed"]
+    assert sum(run["captures"] for run in whole["runs"]) == whole["captures"]
+    assert whole["runs"][0]["captures"] == first["captures"]
+    assert whole["started"] == first["started"]
+
+    code, err = await run(args)  # nothing left to do
+    assert code == EXIT_OK, err
+    again = json.loads((out / "summary.json").read_text())
+    assert again["runs"] == whole["runs"], (again["runs"], whole["runs"], err)
+    assert again == whole
+
+
+async def test_a_killed_run_is_still_counted(raw_server: RawServer, tmp_path: Path) -> None:
+    """Fault: ``kill -9`` of the crawl, which therefore never wrote its summary. The run that
+    resumes it counts it all the same, from the figures the killed run checkpointed in
+    crawl.json every couple of seconds: the crawl's summary lists both runs and counts no
+    fewer captures than the WARC files hold."""
+    site = GatedSite(raw_server)
+    out = tmp_path / "out"
+    args = crawl_args(raw_server.url("/"), out, "--min-free-disk", "0", "--workers", "2")
+    proc = await start(args)
+    with _reaped(proc):
+        await asyncio.wait_for(site.asked.wait(), 60)
+        # its first checkpoint: crawl.json is a file, no event to wait on
+        while not crawl_state(out)["runs"][-1].get("captures"):  # noqa: ASYNC110
+            await asyncio.sleep(0.1)
+        proc.kill()
+        await proc.wait()
+    assert not (out / "summary.json").exists()
+    site.open.set()
+
+    code, err = await run(args)
+    assert code == EXIT_OK, err
+    records = assert_archive_sound(out)
+    summary = json.loads((out / "summary.json").read_text())
+    assert [run["status"] for run in summary["runs"]] == ["running", "completed"]
+    assert summary["runs"][0]["captures"] > 0
+    assert summary["captures"] >= sum(captured_once(records).values()) == len(site.urls())
 
 
 # ============================================================================ huge inputs
