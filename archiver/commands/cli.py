@@ -278,6 +278,12 @@ def build_parser() -> argparse.ArgumentParser:
         ),
     )
 
+    from archiver.commands.qa import add_parser as add_qa  # noqa: PLC0415
+    from archiver.commands.qa import add_patch_parser  # noqa: PLC0415
+
+    add_qa(sub)
+    add_patch_parser(sub)
+
     sample = sub.add_parser(
         "serve-sample",
         help="serve a small local sample site to try a crawl on",
@@ -502,7 +508,28 @@ def cmd_crawl(args: argparse.Namespace) -> int:
             display.print_summary(result)
         else:
             sys.stderr.write(final_line(result) + "\n")
+    if settings.qa and result.exit_code == EXIT_OK and result.output is not None:
+        return _prove(settings, Path(result.output))
     return int(result.exit_code)
+
+
+def _prove(settings: Settings, crawl_dir: Path) -> int:
+    """``--qa``: the finished crawl checked and patched (``archiver patch``), its outcome
+    printed. The crawl's exit code stands (``archiver qa DIR --fail-on-miss`` afterwards exits
+    1 while pages stay incomplete, without checking them again)."""
+    from archiver.commands.qa import patch_summary  # noqa: PLC0415
+    from archiver.qa.options import QaOptions  # noqa: PLC0415
+    from archiver.run.patch import patch_crawl  # noqa: PLC0415
+
+    options = QaOptions(
+        tabs=settings.browser_tabs,
+        page_timeout=max(settings.page_timeout, 45.0),
+        chromium=settings.chromium,
+    )
+    sys.stderr.write(f"archiver: checking that every page of {crawl_dir} replays (--qa)\n")
+    patched = _run(patch_crawl(crawl_dir, options))
+    sys.stderr.write(patch_summary(patched))
+    return EXIT_OK
 
 
 def crawl_process(argv: Sequence[str]) -> int:
@@ -636,6 +663,18 @@ def cmd_replay(args: argparse.Namespace) -> int:
     return replay.serve(Path(args.path), args.port, pywb=pywb)
 
 
+def cmd_qa(args: argparse.Namespace) -> int:
+    from archiver.commands import qa  # noqa: PLC0415
+
+    return qa.cmd_qa(args)
+
+
+def cmd_patch(args: argparse.Namespace) -> int:
+    from archiver.commands import qa  # noqa: PLC0415
+
+    return qa.cmd_patch(args)
+
+
 def cmd_serve_sample(args: argparse.Namespace) -> int:
     from archiver.commands import sample  # noqa: PLC0415
 
@@ -678,6 +717,8 @@ COMMANDS = {
     "report": cmd_report,
     "wacz": cmd_wacz,
     "replay": cmd_replay,
+    "qa": cmd_qa,
+    "patch": cmd_patch,
     "serve-sample": cmd_serve_sample,
     "ignore": cmd_ignore,
     "rebuild-frontier": cmd_rebuild_frontier,

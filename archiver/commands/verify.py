@@ -38,14 +38,8 @@ from pathlib import Path
 
 from archiver.digest import ALGORITHMS, Hasher, label, new_hasher, parse_label
 from archiver.errors import WarcFormatError
-from archiver.fetch.httpframe import (
-    ChunkedDecoder,
-    Framing,
-    ResponseFramer,
-    State,
-    header_values,
-    split_header_block,
-)
+from archiver.fetch.httpframe import ChunkedDecoder, Framing, ResponseFramer, State
+from archiver.httphead import HEAD_END, field_values, parse_status_line, split_head, start_line
 from archiver.warc.reader import (
     BlockSink,
     Damage,
@@ -70,8 +64,6 @@ _DATE = re.compile(r"\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d(?:\.\d{1,9})?Z\Z")
 _RECORD_ID = re.compile(r"<[A-Za-z][A-Za-z0-9+.-]*:[^\s<>]+>\Z")
 _BAD_URI_CHAR = re.compile(r"[\s<>\x00-\x1f\x7f]")
 _ABSOLUTE_URI = re.compile(r"[A-Za-z][A-Za-z0-9+.-]*:")
-_STATUS = re.compile(rb"HTTP/\d\.\d[ \t]+(\d{3})")
-_HTTP_HEAD_END = re.compile(rb"\r?\n\r?\n")
 _MANDATORY = ("WARC-Record-ID", "WARC-Date", "WARC-Type", "Content-Length")
 #: lowercased names of fields that may appear once (WARC 1.1 section 5.1: only
 #: WARC-Concurrent-To repeats; extension fields such as WARC-Protocol may repeat too)
@@ -296,15 +288,15 @@ class _HttpPayload:
             return
         before = len(self._head)
         self._head += data[: MAX_HTTP_HEAD + 4 - before]
-        match = _HTTP_HEAD_END.search(self._head, max(0, before - 3))
+        match = HEAD_END.search(self._head, max(0, before - 3))
         if match is None:
             if len(self._head) > MAX_HTTP_HEAD:
                 self._live = False
             return
         self.body_start = match.end()
-        _, headers = split_header_block(bytes(self._head[: match.start()]))
+        _, headers = split_head(bytes(self._head[: match.start()]))
         self._head = bytearray()
-        codings = b",".join(header_values(headers, b"transfer-encoding")).lower().split(b",")
+        codings = b",".join(field_values(headers, b"transfer-encoding")).lower().split(b",")
         if codings[-1].strip() != b"chunked":
             self._live = False
             return
@@ -400,8 +392,8 @@ class _RecordCheck:
 
     @property
     def status(self) -> int | None:
-        match = _STATUS.match(self.sniff)
-        return int(match.group(1)) if match else None
+        status_line = parse_status_line(start_line(self.sniff))
+        return status_line.status if status_line is not None else None
 
 
 @dataclass(slots=True)

@@ -973,6 +973,16 @@ class Settings:
         "(urn:screenshot:URL).",
         parse_bool,
     )
+    qa: bool = setting(
+        False,
+        "browser",
+        "When the crawl completes, replay every page from the archive in Chromium (archiver "
+        "qa), fetch what is missing into the crawl and check again (archiver patch), so the "
+        "crawl ends proven: qa.jsonl and summary.json's qa say what is left. Each page loaded "
+        "in the browser has its text and full-page screenshot stored as resource records "
+        "(urn:text:URL, urn:screenshot-full:URL), what the check compares the replay with.",
+        parse_bool,
+    )
 
     # [warc]
     warc_prefix: str | None = setting(

@@ -30,7 +30,6 @@ import dataclasses
 import hashlib
 import json
 import os
-import re
 import sqlite3
 import threading
 from collections.abc import Callable, Iterator, Sequence
@@ -39,7 +38,7 @@ from pathlib import Path
 from typing import Any
 
 from archiver.errors import OutputError, SettingsError, WarcFormatError
-from archiver.fetch.httpframe import header_values, split_header_block
+from archiver.httphead import ResponseHead, parse_response_head
 from archiver.models import Original
 from archiver.warc.reader import RecordHead, RecordPrefix, read_prefix_at
 
@@ -58,7 +57,6 @@ _BUILD_CACHE_KIB = 64 * 1024
 _MAX_HEAD = 256 * 1024
 #: What is inflated first to find a record's HTTP header block (enough for nearly all).
 _FIRST_READ = 64 * 1024
-_HEAD_END = re.compile(rb"\r?\n\r?\n")
 
 #: Opens the lookup of a parent source (the recursion of inheritance), None when unusable.
 ParentOpener = Callable[[Path], "SourceLookup | None"]
@@ -514,13 +512,12 @@ class StoredRecord:
     """What a lookup needs of a stored record: its WARC head, its HTTP head, maybe its body."""
 
     head: RecordHead
-    http_start: bytes  #: the HTTP status line (empty when the block holds no HTTP head)
-    http: list[tuple[bytes, bytes]]
+    http: ResponseHead | None  #: None when the block holds no HTTP response head
     body: bytes | None  #: None when not read (over the limit) or absent
 
     def header(self, name: str) -> str | None:
         """The first value of an HTTP header of the record."""
-        values = header_values(self.http, name.encode("ascii"))
+        values = self.http.values(name.encode("ascii")) if self.http is not None else []
         return values[0].decode("latin-1") if values else None
 
 
@@ -532,22 +529,22 @@ def read_stored(capture: Capture, *, body_limit: int = 0) -> StoredRecord | None
     allowance only when it turns out to be longer.
     """
     prefix: RecordPrefix | None = None
+    http: ResponseHead | None = None
     for limit in (_FIRST_READ + body_limit, _MAX_HEAD + body_limit):
         try:
             prefix = read_prefix_at(capture.warc, capture.offset, capture.length, limit)
         except (OSError, WarcFormatError):
             return None
-        if prefix.whole or _HEAD_END.search(prefix.block, 0, _MAX_HEAD) is not None:
+        http = parse_response_head(prefix.block, _MAX_HEAD)
+        if prefix.whole or http is not None:
             break
     assert prefix is not None
     block = prefix.block
-    match = _HEAD_END.search(block, 0, _MAX_HEAD)
-    if match is None:
-        return StoredRecord(prefix.head, b"", [], None)
-    start, http = split_header_block(block[: match.start()])
-    body_length = prefix.head.content_length - match.end()
-    body = block[match.end() :] if body_length <= len(block) - match.end() else None
-    return StoredRecord(prefix.head, start, http, body)
+    if http is None:
+        return StoredRecord(prefix.head, None, None)
+    body_length = prefix.head.content_length - http.end
+    body = block[http.end :] if body_length <= len(block) - http.end else None
+    return StoredRecord(prefix.head, http, body)
 
 
 def _read_details(capture: Capture) -> Details | None:

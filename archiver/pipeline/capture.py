@@ -37,7 +37,6 @@ other request books its own (:meth:`archiver.frontier.base.Frontier.reserve`) an
 from __future__ import annotations
 
 import asyncio
-import re
 from collections.abc import Mapping
 from dataclasses import dataclass
 from types import TracebackType
@@ -48,6 +47,7 @@ from archiver.dedup.captured import response_parts
 from archiver.dedup.revalidation import Revalidation
 from archiver.errors import FetchError
 from archiver.frontier.base import Lease
+from archiver.httphead import parse_status_line, start_line
 from archiver.models import CrawlItem, Exchange, SkipReason, TaskResult, WrittenCapture
 from archiver.pipeline.discovery import Discovery
 from archiver.pipeline.outcomes import Outcomes
@@ -56,8 +56,6 @@ from archiver.pipeline.recall import RECALLED_METHODS, Claim, Recall, Recalled
 from archiver.pipeline.recording import Recorder
 from archiver.policy.sitemaps import is_sitemap
 from archiver.warc.records import PendingCapture
-
-_STATUS_LINE = re.compile(rb"HTTP/\d\.\d[ \t]+\d{3}[ \t]?([^\r\n]*)")
 
 
 @dataclass(frozen=True, slots=True)
@@ -447,8 +445,8 @@ async def read_answer(exchange: Exchange, limit: int) -> Answer | None:
         if parts is None:
             return None
         body = parts[3]
-    match = _STATUS_LINE.match(exchange.response.head(512))
-    reason = match.group(1).decode("latin-1").strip() if match else ""
+    status_line = parse_status_line(start_line(exchange.response.head(512)))
+    reason = status_line.reason.decode("latin-1").strip() if status_line else ""
     return Answer(exchange.status, reason, exchange.headers, body)
 
 

@@ -54,6 +54,9 @@ class BrowserParts:
     recall: Recall
     mode: str  #: ``all`` or ``auto``
     max_body: int
+    #: ``--qa``: each page's rendered text and full-page screenshot stored as resource
+    #: records (``urn:text:URL``, ``urn:screenshot-full:URL``), what a replay is compared with
+    references: bool = False
 
 
 @dataclass(frozen=True, slots=True)

@@ -30,7 +30,7 @@ from archiver.dedup.previous import PreviousCrawls
 from archiver.errors import ArchiverError, FrontierError, OutputError, StateError, WriteError
 from archiver.fetch.cookiestxt import CookieLine
 from archiver.frontier import Backend
-from archiver.models import MAX_REDIRECTS, FailReason, Outcome, TaskResult
+from archiver.models import MAX_REDIRECTS, CrawlItem, FailReason, Outcome, TaskResult
 from archiver.pipeline.capture import Capturer
 from archiver.pipeline.counters import CrawlStats
 from archiver.pipeline.outcomes import WORKER_NAME
@@ -102,8 +102,12 @@ class Crawler:
         write_fn: Callable[..., int] | None = None,
         clock: Clock = utcnow,
         supervised_as: str | None = None,
+        patch: tuple[CrawlItem, ...] | None = None,
     ) -> None:
         self.settings = settings
+        #: ``archiver patch``: resume the crawl (completed or not) with these items only
+        #: (:mod:`archiver.run.patch`), not from its seeds
+        self._patch = patch
         self.options = wiring.Options(
             console=console,
             backend=backend,
@@ -207,7 +211,8 @@ class Crawler:
     async def _run_locked(self, start_seeds: StartingSeeds) -> CrawlResult:
         settings, layout = self.settings, self.layout
         start, previous = await wiring.open_output(settings, layout)
-        if start.resumed and start.previous_status == STATUS_COMPLETED:
+        patching = self._patch is not None
+        if start.resumed and start.previous_status == STATUS_COMPLETED and not patching:
             if previous is not None:
                 await previous.close()
             return finish.already_completed(layout)
@@ -238,9 +243,13 @@ class Crawler:
             await wiring.assemble(run, stages, self.options)
             self._stamp(start.status)
             assert stages.pipeline is not None
-            self._invalid_seeds(start_seeds.invalid)
-            self.stats.seeds = len(run.seeds)
-            await stages.pipeline.put(wiring.seed_items(run, stages.sitemaps))
+            if self._patch is not None:
+                self._seeds_file = None  # a patch run fetches its patches, not the seeds
+                await stages.pipeline.put(list(self._patch))
+            else:
+                self._invalid_seeds(start_seeds.invalid)
+                self.stats.seeds = len(run.seeds)
+                await stages.pipeline.put(wiring.seed_items(run, stages.sitemaps))
             status, reason = await self._crawl()
             status, reason = finish.verdict(run, stages, status, reason)
         except ArchiverError as exc:

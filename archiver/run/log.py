@@ -34,28 +34,15 @@ finally:
 
 from archiver.run.heritrix import HeritrixLog  # noqa: E402
 from archiver.run.output import cut_torn_line  # noqa: E402
+from archiver.timefmt import rfc3339_millis_at  # noqa: E402
 
 LEVELS = {"debug": 10, "info": 20, "warning": 30, "error": 40, "critical": 50}
 
 
-class _Clock:
-    """ISO 8601 UTC timestamps with milliseconds; the seconds part is formatted once a second
-    (one fetch event per URL: thousands a second on a fast crawl)."""
-
-    def __init__(self) -> None:
-        self._second = -1
-        self._text = ""
-
-    def now(self) -> str:
-        now = time.time()
-        second = int(now)
-        if second != self._second:
-            self._second = second
-            self._text = time.strftime("%Y-%m-%dT%H:%M:%S", time.gmtime(second))
-        return f"{self._text}.{int((now - second) * 1000):03d}Z"
-
-
-_iso_now = _Clock().now
+def _iso_now() -> str:
+    """RFC 3339 UTC with milliseconds (one fetch event per URL: thousands a second on a fast
+    crawl, so :data:`archiver.timefmt.rfc3339_millis_at` formats each second once)."""
+    return rfc3339_millis_at(time.time())
 
 
 class _TeeLogger:

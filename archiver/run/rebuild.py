@@ -63,6 +63,7 @@ from archiver.run.resume import close_abandoned
 from archiver.run.seeds import SeedsFile, starting_seeds
 from archiver.run.state import CRAWL_KEY, new_identity, record_settled
 from archiver.spool import Spool
+from archiver.timefmt import rfc3339_at, timestamp17, utcnow
 from archiver.warc import reader
 from archiver.warc.naming import warc_files
 
@@ -162,7 +163,7 @@ def rebuild_frontier(crawl_dir: Path) -> RebuildReport:
         state.setdefault(CRAWL_KEY, new_identity())
         write_identity(layout.frontier_db, str(state[CRAWL_KEY]))
         record_settled(layout, state)
-        state["rebuilt"] = time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())
+        state["rebuilt"] = rfc3339_at(time.time())
         if state.get("status") == "completed" and report.queued:
             state["status"] = "interrupted"
         write_status(layout, state)
@@ -177,7 +178,7 @@ def _keep_damaged(layout: Layout) -> Path | None:
     """Move a damaged database (and its WAL) out of the way, kept for inspection."""
     if not layout.frontier_db.exists():
         return None
-    stamp = time.strftime("%Y%m%dT%H%M%SZ", time.gmtime())
+    stamp = timestamp17(utcnow())[:14]
     kept = layout.frontier_db.with_name(f"frontier.sqlite.damaged-{stamp}")
     for source, target in zip(
         _database_files(layout.frontier_db), _database_files(kept), strict=True

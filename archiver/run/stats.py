@@ -14,16 +14,15 @@ supervisor's clock.
 
 from __future__ import annotations
 
-import calendar
 import dataclasses
 import heapq
-import time
 from collections import Counter
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, TypeVar
 
 from archiver.pipeline.counters import BrowserCounters, CrawlStats
+from archiver.timefmt import parse_w3c_datetime, rfc3339_at, utcnow
 
 #: name -> count: by status class, MIME type, host; failures and skips by reason
 Table = Mapping[str, int]
@@ -339,6 +338,8 @@ class Summary:
     wacz_signed_by: str | None = None
     #: a crawl of several processes: how many, and each run of each
     processes: Mapping[str, Any] | None = None
+    #: the totals of the latest replay check (``archiver qa``, written by :mod:`archiver.qa`)
+    qa: Mapping[str, Any] | None = None
     #: every run of the crawl, first to last (this one last); the figures above are their sum
     runs: tuple[RunEntry, ...] = ()
 
@@ -348,7 +349,7 @@ class Summary:
         elapsed = stats.elapsed
         rate_time = max(elapsed, 1e-9)
         return cls(
-            started=time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime(stats.started)),
+            started=rfc3339_at(stats.started),
             duration_seconds=round(elapsed, 3),
             captures=stats.captures,
             pages=stats.pages,
@@ -426,7 +427,7 @@ class Summary:
         )
         by_status = _added(s.by_status for s in summaries)
         return cls(
-            started=time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime(started)),
+            started=rfc3339_at(started),
             duration_seconds=round(rate_time, 3),
             captures=captures,
             pages=pages,
@@ -510,6 +511,7 @@ class Summary:
             "wacz_signing_error",
             "wacz_signed_by",
             "processes",
+            "qa",
         ):
             if data[optional] is None:
                 del data[optional]
@@ -573,6 +575,7 @@ class Summary:
             wacz_signing_error=_str(data.get("wacz_signing_error")),
             wacz_signed_by=_str(data.get("wacz_signed_by")),
             processes=_object(data.get("processes")),
+            qa=_object(data.get("qa")),
         )
 
 
@@ -641,10 +644,8 @@ _SUMMED = frozenset(
 
 def _epoch(started: str) -> float:
     """Epoch seconds of a summary's ``started`` (``2024-01-02T03:04:05Z``); now when unread."""
-    try:
-        return float(calendar.timegm(time.strptime(started, "%Y-%m-%dT%H:%M:%SZ")))
-    except ValueError:
-        return time.time()
+    moment = parse_w3c_datetime(started)
+    return moment.timestamp() if moment is not None else utcnow().timestamp()
 
 
 def _json_item(item: Any) -> Any:

@@ -327,7 +327,8 @@ async def open_browser(run: Run, stages: Stages) -> BrowserParts | None:
             tabs=s.browser_tabs,
             page_timeout=s.page_timeout,
             behaviors=s.behaviors,
-            screenshots=s.screenshots,
+            screenshots=s.screenshots or s.qa,
+            full_page=s.qa,
             user_agent=s.user_agent,
         )
     )
@@ -335,7 +336,7 @@ async def open_browser(run: Run, stages: Stages) -> BrowserParts | None:
     recall = Recall(
         stages.captured or MemoryCapturedUrls(), run.layout.warcs, max_body=MAX_FULFILL_BODY
     )
-    return BrowserParts(pool, recall, s.browser, MAX_FULFILL_BODY)
+    return BrowserParts(pool, recall, s.browser, MAX_FULFILL_BODY, references=s.qa)
 
 
 def writer_config(run: Run) -> WriterConfig:

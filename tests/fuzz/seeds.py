@@ -76,7 +76,7 @@ def _documents(name: str) -> Iterator[bytes]:
             ):
                 yield body
     elif name == "urls":
-        for value in literals("test_units.py", "extract/test_links.py", "policy/test_scope.py"):
+        for value in literals("test_urls.py", "extract/test_links.py", "policy/test_scope.py"):
             if len(value) < 200 and (b"://" in value or value[:1] in (b"/", b"?", b"#", b".")):
                 yield b"\x00" + value  # the first base, then the reference
     elif name == "robots":

@@ -16,7 +16,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from archiver.errors import FrontierError
-from archiver.frontier.sqlite.database import DONE, FAILED, SKIPPED
+from archiver.frontier.sqlite.codec import DONE, FAILED, SKIPPED
 
 #: The ``meta`` key of the crawl's identity (``crawl`` in ``state/crawl.json``).
 CRAWL_KEY = "crawl"
