@@ -46,6 +46,7 @@ from typing import Any
 import pytest
 
 from archiver.commands.cli import hangup_stops
+from archiver.commands.report import write_report
 from archiver.run.crawler import EXIT_INTERRUPTED, EXIT_OK, Crawler
 from tests.conftest import fast_settings
 from tests.run.test_edges_lifecycle import (
@@ -445,6 +446,9 @@ async def test_the_summary_counts_every_run_and_a_rerun_lowers_nothing(
     assert sum(run["captures"] for run in whole["runs"]) == whole["captures"]
     assert whole["runs"][0]["captures"] == first["captures"]
     assert whole["started"] == first["started"]
+    page = write_report(out, tmp_path / "report.html").read_text()  # the report lists them
+    runs = page.split("<h2>Runs</h2>", 1)[1].split("</table>", 1)[0]
+    assert runs.count("<tr><td>") == 2 and "stopped by SIGTERM" in runs
 
     code, err = await run(args)  # nothing left to do
     assert code == EXIT_OK, err
