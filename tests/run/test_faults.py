@@ -648,3 +648,22 @@ async def test_sighup_in_a_systemd_service_is_ignored(
 )
 def test_which_hang_ups_stop_a_crawl(handler: object, environ: dict[str, str], stops: bool) -> None:
     assert hangup_stops(handler, environ) is stops
+
+
+async def test_an_older_copy_of_the_frontier_is_refused(
+    raw_server: RawServer, tmp_path: Path
+) -> None:
+    """Fault: a copy of the frontier database from before the crawl's last run put back (a
+    restore from yesterday's backup): crawl.json recorded more URLs settled at the end of that
+    run than the copy holds, so the copy is refused (exit 2) rather than fetching them again."""
+    site = GatedSite(raw_server)
+    out = tmp_path / "out"
+    args = await interrupted_crawl(site, out)
+    state = crawl_state(out)
+    assert state["frontier_settled"] == len(captured_once(assert_archive_sound(out, stopped=True)))
+    state["frontier_settled"] += 5  # the crawl went on after the copy was made
+    (out / "state" / "crawl.json").write_text(json.dumps(state))
+
+    code, err = await run(args)
+    assert code == 2, err
+    assert "is older than the crawl" in err and "archiver rebuild-frontier" in err
