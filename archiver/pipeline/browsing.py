@@ -47,6 +47,7 @@ from archiver.pipeline.discovery import Discovery
 from archiver.pipeline.outcomes import Outcomes
 from archiver.pipeline.parts import BrowserParts, RunContext
 from archiver.pipeline.recall import Recalled
+from archiver.pipeline.recording import text_capture
 from archiver.policy.sitemaps import is_sitemap
 from archiver.warc.records import RecordFactory
 
@@ -119,11 +120,11 @@ class Browsing:
             result = await self.browser.pool.load(item.url, requests)
         except (BrowserError, BrowserUnavailableError) as exc:
             await requests.drain()
-            return await self._failed(item, ex, written, exc)
+            return await self._failed(capturer, ex, written, exc)
         except NavigationError as exc:
             await requests.drain()
             self.context.log.warning("browser-navigation", url=item.url, error=str(exc))
-            await self.static_links(item, ex, list_page=True)
+            await self.static_links(capturer, ex)
             return None
         except BaseException:
             await requests.drain()
@@ -132,25 +133,38 @@ class Browsing:
         self.counters.pages += 1
         self.counters.by_reason[why_kind(why)] += 1
         screenshot = await self._screenshot(capturer, result)
-        self.discovery.record_page(ex.target_uri, ex.date, result.title)
+        settings = self.context.settings
+        text = result.text[: settings.text_max] if settings.text else None
+        self.discovery.record_page(ex.target_uri, ex.date, result.title, text)
+        await self._text_record(capturer, text)
         await self._discover(item, result, requests)
         self._log(item, why, result, requests, screenshot)
         return None
 
-    async def static_links(self, item: CrawlItem, ex: Exchange, *, list_page: bool) -> None:
-        """What the static HTML leads to, for a page the browser did not read."""
-        await self.discovery.discover(item, ex, requisites=True, list_page=list_page)
+    async def static_links(self, capturer: Capturer, ex: Exchange) -> None:
+        """What the static HTML leads to, for a page the browser did not read; the page listed
+        from it (with its text and text record, as a static page's)."""
+        item = capturer.lease.item
+        text = await self.discovery.discover(item, ex, requisites=True, list_page=True)
+        await self._text_record(capturer, text)
+
+    async def _text_record(self, capturer: Capturer, text: str | None) -> None:
+        """The page's text as a ``urn:text:`` record of the lease (``--text-records``)."""
+        if text is not None and self.context.settings.text_records:
+            url = capturer.lease.item.url
+            await capturer.write(text_capture(self.factory, url, text))
 
     async def _failed(
-        self, item: CrawlItem, ex: Exchange, written: WrittenCapture | None, exc: Exception
+        self, capturer: Capturer, ex: Exchange, written: WrittenCapture | None, exc: Exception
     ) -> TaskResult:
+        item = capturer.lease.item
         result = self.outcomes.browser_failed(item, ex, written, exc)
         if result.outcome.value == "retry":
             self.counters.retried += 1
         else:
             self.counters.failed += 1
             # the page stays archived as it was served: what its HTML names is captured too
-            await self.static_links(item, ex, list_page=True)
+            await self.static_links(capturer, ex)
         return result
 
     async def _screenshot(self, capturer: Capturer, result: PageResult) -> WrittenCapture | None:

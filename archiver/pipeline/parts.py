@@ -44,7 +44,7 @@ class RobotsChecker(Protocol):
 class PageList(Protocol):
     """Where the crawl's pages are listed (``pages.jsonl``, the WACZ's page list)."""
 
-    def add(self, url: str, date: datetime, title: str | None) -> None: ...
+    def add(self, url: str, date: datetime, title: str | None, text: str | None = None) -> None: ...
 
 
 @dataclass(frozen=True, slots=True)

@@ -38,6 +38,7 @@ from archiver.pipeline.capture import Admitted, Capturer, Capturers, Refused
 from archiver.pipeline.discovery import Discovery
 from archiver.pipeline.outcomes import Outcomes
 from archiver.pipeline.parts import Parts, RunContext
+from archiver.pipeline.recording import text_capture
 from archiver.policy import challenge
 
 if TYPE_CHECKING:
@@ -103,7 +104,10 @@ class Pipeline:
         exchange, written, content = fetched
         browsing = self.browsing
         why = browsing.wants(item, content) if browsing is not None else None
-        await self.discovery.discover(item, content, requisites=why is None, list_page=why is None)
+        text = await self.discovery.discover(
+            item, content, requisites=why is None, list_page=why is None
+        )
+        await self._text_record(capturer, text)
         if browsing is not None and why is not None:
             failed = await browsing.load(capturer, content, written, why)
             if failed is not None:
@@ -135,12 +139,21 @@ class Pipeline:
         assert self.browsing is not None
         item = capturer.lease.item
         why = self.browsing.wants(item, exchange)
-        await self.discovery.discover(item, exchange, requisites=why is None, list_page=why is None)
+        text = await self.discovery.discover(
+            item, exchange, requisites=why is None, list_page=why is None
+        )
+        await self._text_record(capturer, text)
         if why is not None:
             failed = await self.browsing.load(capturer, exchange, None, why)
             if failed is not None:
                 return failed
         return self.outcomes.recalled(item, exchange)
+
+    async def _text_record(self, capturer: Capturer, text: str | None) -> None:
+        """A listed page's text as a ``urn:text:`` record of the lease (``--text-records``)."""
+        if text is not None and self.context.settings.text_records:
+            url = capturer.lease.item.url
+            await capturer.write(text_capture(self.parts.factory, url, text))
 
     @staticmethod
     async def _content(admitted: Admitted, exchange: Exchange) -> Exchange:

@@ -60,9 +60,16 @@ from collections import Counter, deque
 from dataclasses import dataclass, field
 from typing import IO, Any
 
-from archiver.config.assemble import check_browser, cookie_file, frontier_config, seed_list
+from archiver.config.assemble import (
+    check_browser,
+    cookie_file,
+    frontier_config,
+    seed_list,
+    wacz_signer,
+    wants_wacz,
+)
 from archiver.config.settings import Settings
-from archiver.errors import ArchiverError, LockedError, OutputError
+from archiver.errors import ArchiverError, LockedError
 from archiver.frontier import open_backend
 from archiver.frontier.config import REDIS_SCHEMES
 from archiver.processes.redisserver import PrivateRedis, redis_binary
@@ -84,6 +91,7 @@ from archiver.run.output import (
 )
 from archiver.run.resume import repair_open_warcs
 from archiver.run.stats import Snapshot, Summary
+from archiver.sign.signer import Signer
 from archiver.urls import redact_url
 from archiver.version import __version__
 from archiver.warc.naming import safe_name_part, warc_files
@@ -185,6 +193,7 @@ class Supervisor:
         self._latest: Snapshot | None = None
         self._ended: list[tuple[float, Summary]] = []  #: (offset, summary), in order
         self._runs: list[dict[str, Any]] = []
+        self._signer: Signer | None = None
 
     # -- control ----------------------------------------------------------------------------
 
@@ -237,6 +246,7 @@ class Supervisor:
         seeds = seed_list(settings)  # usage errors come first, before anything is written
         cookie_file(settings)
         check_browser(settings)
+        self._signer = wacz_signer(settings)
         binary = redis_binary() if self.private else None
         self.layout.root.mkdir(parents=True, exist_ok=True)
         lock = OutputLock(self.layout.lock_file)
@@ -592,18 +602,20 @@ class Supervisor:
         except (OSError, ArchiverError) as exc:
             status, reason = STATUS_INTERRUPTED, f"writing the index failed: {exc}"
         summary = self._summary(status, reason, seeds, resumed=resumed)
-        if s.wacz and status in (STATUS_COMPLETED, STATUS_LIMIT) and layout.index.exists():
-            try:
-                await asyncio.to_thread(
-                    finish.package_crawl,
-                    layout.root,
-                    layout.wacz,
-                    description=s.description or None,
-                    seeds=list(seeds),
-                    depends_on=summary.depends_on,
-                )
-            except (OSError, OutputError) as exc:
-                summary = dataclasses.replace(summary, wacz_error=str(exc))
+        if wants_wacz(s) and status in (STATUS_COMPLETED, STATUS_LIMIT) and layout.index.exists():
+            packaged = await asyncio.to_thread(
+                finish.package_signed,
+                layout.root,
+                layout.wacz,
+                self._signer,
+                finish.Described(s.description or None, list(seeds), summary.depends_on),
+            )
+            summary = packaged.added_to(summary)
+            if packaged.signing_error is not None:
+                status, reason = STATUS_FAILED, f"the WACZ is unsigned: {packaged.signing_error}"
+                summary = dataclasses.replace(summary, status=status, reason=reason)
+                if self.log is not None:
+                    self.log.error("wacz-signing-error", error=packaged.signing_error)
             wacz = layout.wacz.name if layout.wacz.exists() else None
             summary = dataclasses.replace(summary, wacz=wacz)
         with contextlib.suppress(OSError):

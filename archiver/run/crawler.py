@@ -24,7 +24,7 @@ import traceback
 from collections.abc import Callable
 from typing import IO, Protocol
 
-from archiver.config.assemble import check_browser, cookie_file, seed_list
+from archiver.config.assemble import check_browser, cookie_file, seed_list, wacz_signer
 from archiver.config.settings import Settings
 from archiver.errors import ArchiverError, FrontierError, OutputError, WriteError
 from archiver.fetch.cookiestxt import CookieLine
@@ -46,6 +46,7 @@ from archiver.run.output import (
     write_status,
 )
 from archiver.run.stats import SNAPSHOT_HOSTS, TOP_HOSTS, BrowserSnapshot, Snapshot
+from archiver.sign.signer import Signer
 from archiver.timefmt import Clock, utcnow
 
 DISK_CHECK_SECONDS = 2.0
@@ -112,6 +113,7 @@ class Crawler:
         self._final: tuple[str, str | None] | None = None
         self._busy = 0
         self._cookies: tuple[CookieLine, ...] = ()
+        self._signer: Signer | None = None
 
     # -- control ----------------------------------------------------------------------------
 
@@ -171,6 +173,7 @@ class Crawler:
         self._stop_event = asyncio.Event()
         seeds = seed_list(self.settings)
         self._cookies = cookie_file(self.settings)  # a bad file is a usage error, before output
+        self._signer = wacz_signer(self.settings)  # so is an unusable signing key
         check_browser(self.settings)  # Chromium missing: a usage error, before output
         self.layout.root.mkdir(parents=True, exist_ok=True)
         lock = OutputLock(self.layout.lock_file)
@@ -203,6 +206,7 @@ class Crawler:
             start.resumed,
             self.process_id,
             cookie_file=self._cookies,
+            signer=self._signer,
         )
         status: str = STATUS_FAILED
         reason: str | None = "not started"

@@ -22,7 +22,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from archiver.config.assemble import software_string
+from archiver.config.assemble import software_string, wants_wacz
 from archiver.errors import (
     ArchiverError,
     FrontierError,
@@ -48,6 +48,8 @@ from archiver.run.output import (
 from archiver.run.resume import close_abandoned
 from archiver.run.stats import Summary
 from archiver.run.wiring import Run, Stages
+from archiver.sign.check import Identity
+from archiver.sign.signer import Signer, SigningAttempt
 from archiver.version import __version__
 from archiver.warc.naming import warc_files
 
@@ -167,13 +169,16 @@ async def finish(
     save_cookies(run, stages)
     last = stages.is_last()  # the last process of a shared crawl merges and packages
     status, reason = _write_index(run, last, status, reason)
-    wacz_error = None
-    if run.settings.wacz and status in (STATUS_COMPLETED, STATUS_LIMIT) and last:
+    packaged = Packaged()
+    if wants_wacz(run.settings) and status in (STATUS_COMPLETED, STATUS_LIMIT) and last:
         # only a finished crawl is packaged (`archiver wacz DIR` packages any crawl later)
-        wacz_error = await _package(run, stages)
+        packaged = await _package(run, stages)
+        if packaged.signing_error is not None:
+            # the WARCs, the index and the package are there; re-running the command
+            # resumes the finished crawl and tries the signature again
+            status, reason = STATUS_FAILED, f"the WACZ is unsigned: {packaged.signing_error}"
     summary = crawl_summary(run, stages, status, reason)
-    if wacz_error is not None:
-        summary = dataclasses.replace(summary, wacz_error=wacz_error)
+    summary = packaged.added_to(summary)
     with contextlib.suppress(OSError):
         write_json_atomic(run.layout.summary, summary.to_json())
     log_end(stages.log, summary)
@@ -294,22 +299,60 @@ def merge_index(crawl_dir: Path, *, close_dead: bool, cdx11: bool = False) -> No
         )
 
 
-async def _package(run: Run, stages: Stages) -> str | None:
-    """The crawl's WACZ; what went wrong if it could not be written (logged, not fatal)."""
-    previous = stages.previous
-    try:
-        await asyncio.to_thread(
-            package_crawl,
-            run.layout.root,
-            run.layout.wacz,
-            description=run.settings.description or None,
-            seeds=list(run.seeds),
-            depends_on=previous.depends_on() if previous is not None else [],
+@dataclass(slots=True)
+class Packaged:
+    """How packaging went: the WACZ's error (not written), the signature's (written
+    unsigned), or who signed it."""
+
+    error: str | None = None
+    signing_error: str | None = None
+    signed_by: Identity | None = None
+
+    def added_to(self, summary: Summary) -> Summary:
+        """``summary`` saying how packaging went."""
+        return dataclasses.replace(
+            summary,
+            wacz_error=self.error,
+            wacz_signing_error=self.signing_error,
+            wacz_signed_by=self.signed_by.describe() if self.signed_by is not None else None,
         )
+
+
+def package_signed(
+    crawl_dir: Path, output: Path, signer: Signer | None, described: Described
+) -> Packaged:
+    """:func:`package_crawl`, signed by ``signer`` when there is one."""
+    attempt = SigningAttempt(signer) if signer is not None else None
+    try:
+        write_package(crawl_dir, output, described, attempt)
     except (OSError, OutputError) as exc:
-        stages.log.error("wacz-error", error=str(exc))
-        return str(exc)
-    return None
+        return Packaged(error=str(exc))
+    if attempt is None:
+        return Packaged()
+    return Packaged(signing_error=attempt.error, signed_by=attempt.identity)
+
+
+async def _package(run: Run, stages: Stages) -> Packaged:
+    """The crawl's WACZ, signed if asked; what went wrong is logged (one line each)."""
+    previous = stages.previous
+    packaged = await asyncio.to_thread(
+        package_signed,
+        run.layout.root,
+        run.layout.wacz,
+        run.signer,
+        Described(
+            run.settings.description or None,
+            list(run.seeds),
+            previous.depends_on() if previous is not None else [],
+        ),
+    )
+    if packaged.error is not None:
+        stages.log.error("wacz-error", error=packaged.error)
+    if packaged.signing_error is not None:
+        stages.log.error("wacz-signing-error", error=packaged.signing_error)
+    if packaged.signed_by is not None:
+        stages.log.info("wacz-signed", by=packaged.signed_by.describe())
+    return packaged
 
 
 # ------------------------------------------------------------------------------ what is left
@@ -441,6 +484,15 @@ def index_paths(
     return count, output
 
 
+@dataclass(frozen=True, slots=True)
+class Described:
+    """What a crawl says about itself in its package (``None``: what summary.json says)."""
+
+    description: str | None = None
+    seeds: Sequence[str] | None = None
+    depends_on: Sequence[Mapping[str, Any]] | None = None
+
+
 def package_crawl(
     crawl_dir: Path,
     output: Path | None = None,
@@ -456,6 +508,14 @@ def package_crawl(
     passes them, as it writes the WACZ before the summary). Raises :class:`OutputError` when
     the crawl has no WARC files or no index.
     """
+    return write_package(crawl_dir, output, Described(description, seeds, depends_on))
+
+
+def write_package(
+    crawl_dir: Path, output: Path | None, described: Described, sign: wacz.Sign | None = None
+) -> Path:
+    """:func:`package_crawl`, signed by ``sign`` when given (:func:`package_signed`)."""
+    seeds, depends_on = described.seeds, described.depends_on
     layout = Layout(crawl_dir)
     warcs = warc_files(layout.warcs)
     if not warcs:
@@ -475,12 +535,12 @@ def package_crawl(
             index=layout.index,
             pages=pages,
             title=crawl_dir.name,
-            description=description,
+            description=described.description,
             software=software_string(),
             seeds=seeds,
             depends_on=depends_on,
         )
-        return wacz.write_wacz(contents, output or layout.wacz)
+        return wacz.write_wacz(contents, output or layout.wacz, sign=sign)
 
 
 @contextlib.contextmanager
@@ -504,6 +564,8 @@ def _page_list(crawl_dir: Path) -> Iterator[Path]:
 
 __all__ = [
     "CrawlResult",
+    "Described",
+    "Packaged",
     "already_completed",
     "crawl_index",
     "crawl_result",
@@ -514,6 +576,8 @@ __all__ = [
     "log_end",
     "merge_index",
     "package_crawl",
+    "package_signed",
     "seal_committed",
     "verdict",
+    "write_package",
 ]

@@ -1,5 +1,6 @@
-"""The crawl's page list, ``pages.jsonl``: one JSON line per page (its URL, capture time and
-title), the page list a WACZ carries (WACZ 1.1.1, "pages/pages.jsonl").
+"""The crawl's page list, ``pages.jsonl``: one JSON line per page (its URL, capture time,
+title, and with ``--text`` its text), the page list a WACZ carries (WACZ 1.1.1,
+"pages/pages.jsonl").
 
 The file is opened for append and line-buffered: a page is listed (written through) before its
 lease is committed, so a ``kill -9`` never loses the entry of a page the frontier counts as
@@ -25,9 +26,11 @@ class PageList:
         cut_torn_line(path)
         self._file = open(path, "a", encoding="utf-8", buffering=1)  # noqa: SIM115
 
-    def add(self, url: str, date: datetime, title: str | None) -> None:
-        """List a page: its URL, capture time and title."""
+    def add(self, url: str, date: datetime, title: str | None, text: str | None = None) -> None:
+        """List a page: its URL, capture time, title and text (``None``: not kept)."""
         entry = {"url": url, "ts": warc_date(date), "title": title}
+        if text is not None:
+            entry["text"] = text
         try:
             line = orjson.dumps(entry).decode("utf-8")
         except TypeError:  # a lone surrogate in a title: orjson refuses it, escaped JSON keeps it

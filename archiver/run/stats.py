@@ -283,6 +283,9 @@ class Summary:
     frontier: Mapping[str, Any] | None = None
     version: str | None = None
     wacz_error: str | None = None
+    #: why the WACZ is unsigned (``--wacz-sign``, ``--wacz-sign-key``), or who signed it
+    wacz_signing_error: str | None = None
+    wacz_signed_by: str | None = None
     #: a crawl of several processes: how many, and each run of each
     processes: Mapping[str, Any] | None = None
 
@@ -395,8 +398,8 @@ class Summary:
         )
 
     def to_json(self) -> dict[str, Any]:
-        """``summary.json``'s object (``browser``, ``wacz_error`` and ``processes`` only when
-        there are)."""
+        """``summary.json``'s object (``browser``, the WACZ's errors and signer, and
+        ``processes`` only when there are)."""
         data: dict[str, Any] = {}
         for f in dataclasses.fields(self):
             value = getattr(self, f.name)
@@ -407,7 +410,13 @@ class Summary:
             elif dataclasses.is_dataclass(value):
                 value = dataclasses.asdict(value)  # type: ignore[arg-type]
             data[f.name] = value
-        for optional in ("browser", "wacz_error", "processes"):
+        for optional in (
+            "browser",
+            "wacz_error",
+            "wacz_signing_error",
+            "wacz_signed_by",
+            "processes",
+        ):
             if data[optional] is None:
                 del data[optional]
         return data
@@ -461,6 +470,8 @@ class Summary:
             frontier=_object(data.get("frontier")),
             version=_str(data.get("version")),
             wacz_error=_str(data.get("wacz_error")),
+            wacz_signing_error=_str(data.get("wacz_signing_error")),
+            wacz_signed_by=_str(data.get("wacz_signed_by")),
             processes=_object(data.get("processes")),
         )
 

@@ -64,6 +64,7 @@ from archiver.run.log import CrawlLog, crawl_logger
 from archiver.run.output import Layout, RunStart, prepare
 from archiver.run.pages import PageList
 from archiver.run.resume import repair_open_warcs
+from archiver.sign.signer import Signer
 from archiver.timefmt import Clock, utcnow
 from archiver.version import __version__
 
@@ -86,6 +87,8 @@ class Run:
     process_id: str | None
     #: the cookies of ``--cookies FILE``, read before the run started
     cookie_file: tuple[CookieLine, ...] = ()
+    #: who signs the WACZ (``--wacz-sign``, ``--wacz-sign-key``), made before the run started
+    signer: Signer | None = None
 
 
 @dataclass(slots=True)
