@@ -20,22 +20,21 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any, NoReturn
 
+from archiver.commands.exits import (
+    EXIT_FAILED,
+    EXIT_INTERRUPTED,
+    EXIT_LOCKED,
+    EXIT_OK,
+    EXIT_USAGE,
+    exit_code,
+)
 from archiver.commands.progress import Display
 from archiver.config.assemble import software_string
 from archiver.config.settings import Settings, load_settings, option_name, setting_fields
 from archiver.errors import ArchiverError, LockedError, SettingsError, SignatureError
 from archiver.processes.keeper import die_with_parent
 from archiver.processes.supervisor import CHILD_COMMAND, Supervisor, read_child_message
-from archiver.run.crawler import (
-    EXIT_FAILED,
-    EXIT_INTERRUPTED,
-    EXIT_LOCKED,
-    EXIT_OK,
-    EXIT_USAGE,
-    CrawlControl,
-    Crawler,
-    CrawlResult,
-)
+from archiver.run.crawler import CrawlControl, Crawler, CrawlResult
 from archiver.run.stats import Summary, human_bytes
 from archiver.version import __version__
 
@@ -353,7 +352,7 @@ async def _run_crawl(settings: Settings, display: Display) -> CrawlResult:
         for note in run.notes:
             display.log_stream.write(f"archiver: job {run.job.name}: {note}\n")
         result = await _run_crawler(run.settings, display)
-        run.finish(result.status, result.exit_code, result.reason, result.summary)
+        run.finish(result.status, exit_code(result.status), result.reason, result.summary)
         return result
 
 
@@ -449,9 +448,9 @@ def cmd_crawl(args: argparse.Namespace) -> int:
         display.print_summary(result)
     else:
         sys.stderr.write(final_line(result) + "\n")
-    if settings.qa and result.exit_code == EXIT_OK and result.output is not None:
+    if settings.qa and exit_code(result.status) == EXIT_OK and result.output is not None:
         return _prove(settings, Path(result.output))
-    return int(result.exit_code)
+    return exit_code(result.status)
 
 
 def _prove(settings: Settings, crawl_dir: Path) -> int:
@@ -494,7 +493,7 @@ def crawl_process(argv: Sequence[str]) -> int:
     display = Display(settings, sys.stderr)
     crawler = Crawler(settings, console=display.log_stream, supervised_as=process_id)
     result: CrawlResult = _run(_run_child(crawler, display))
-    return int(result.exit_code)
+    return exit_code(result.status)
 
 
 async def _run_child(crawler: Crawler, display: Display) -> CrawlResult:

@@ -1,5 +1,6 @@
 """What the pipeline of one run is made of: built by :mod:`archiver.run.wiring`, used by
-:mod:`archiver.pipeline.pipeline` and the parts it delegates to (discovery, recording, outcomes)."""
+:mod:`archiver.pipeline.pipeline` and the parts it delegates to (capture, discovery, recording,
+outcomes, browsing)."""
 
 from __future__ import annotations
 

@@ -35,14 +35,7 @@ from archiver.pipeline.counters import CrawlStats
 from archiver.pipeline.outcomes import WORKER_NAME
 from archiver.pipeline.pipeline import Pipeline
 from archiver.run import finish, wiring
-from archiver.run.finish import (
-    EXIT_FAILED,
-    EXIT_INTERRUPTED,
-    EXIT_LOCKED,
-    EXIT_OK,
-    EXIT_USAGE,
-    CrawlResult,
-)
+from archiver.run.finish import CrawlResult
 from archiver.run.output import (
     STATUS_COMPLETED,
     STATUS_FAILED,
@@ -377,11 +370,6 @@ async def crawl(settings: Settings, *, console: IO[str] | None = None) -> CrawlR
 
 
 __all__ = [
-    "EXIT_FAILED",
-    "EXIT_INTERRUPTED",
-    "EXIT_LOCKED",
-    "EXIT_OK",
-    "EXIT_USAGE",
     "MAX_REDIRECTS",
     "CrawlControl",
     "CrawlResult",

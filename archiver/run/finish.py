@@ -53,12 +53,6 @@ from archiver.sign.signer import Signer, SigningAttempt
 from archiver.version import __version__
 from archiver.warc.naming import warc_files
 
-EXIT_OK = 0
-EXIT_FAILED = 1
-EXIT_USAGE = 2
-EXIT_INTERRUPTED = 3
-EXIT_LOCKED = 4
-
 #: How long the final sealing of committed WARC files may wait on the frontier.
 SEAL_TIMEOUT = 60.0
 
@@ -68,7 +62,6 @@ class CrawlResult:
     """What a crawl returns to the CLI and to Python callers."""
 
     status: str  #: completed, limit, interrupted or failed
-    exit_code: int
     reason: str | None
     output: Path
     resumed: bool = False
@@ -423,14 +416,8 @@ def crawl_result(
     finish_status(state, status, reason)
     with contextlib.suppress(OSError):
         write_status(layout, state)
-    exit_code = {
-        STATUS_COMPLETED: EXIT_OK,
-        STATUS_LIMIT: EXIT_OK,
-        STATUS_INTERRUPTED: EXIT_INTERRUPTED,
-    }.get(status, EXIT_FAILED)
     return CrawlResult(
         status=status,
-        exit_code=exit_code,
         reason=reason,
         output=layout.root,
         resumed=resumed,
@@ -446,7 +433,6 @@ def already_completed(layout: Layout) -> CrawlResult:
     """A resumed crawl that had completed: nothing to do."""
     return CrawlResult(
         STATUS_COMPLETED,
-        EXIT_OK,
         "already completed (use --overwrite to crawl again)",
         layout.root,
         resumed=True,
@@ -577,11 +563,6 @@ def _page_list(crawl_dir: Path) -> Iterator[Path]:
 
 
 __all__ = [
-    "EXIT_FAILED",
-    "EXIT_INTERRUPTED",
-    "EXIT_LOCKED",
-    "EXIT_OK",
-    "EXIT_USAGE",
     "CrawlResult",
     "Described",
     "Packaged",

@@ -23,6 +23,7 @@ from typing import Any
 
 from aiohttp import web
 
+from archiver.commands.exits import exit_code
 from archiver.run.crawler import Crawler, CrawlResult
 from tests.conftest import fast_settings
 from tests.support.raw import RawServer
@@ -262,13 +263,13 @@ async def test_a_crawl_that_only_ever_got_challenges_fails(tmp_path: Path) -> No
             site.add_handler(path, challenge_everything)
         obeying = await crawl(tmp_path / "obey", site.url("/"), robots="obey", max_tries=2)
         ignoring = await crawl(tmp_path / "ignore", site.url("/"), max_tries=2)
-    assert (obeying.status, obeying.exit_code) == ("failed", 1)
+    assert (obeying.status, exit_code(obeying.status)) == ("failed", 1)
     assert obeying.reason is not None
     assert obeying.reason.startswith(
         "nothing was captured but robots.txt: every fetch failed (challenge: 1)"
     )
     assert obeying.summary["captures"] == 1  # robots.txt as served (RFC 9309: a 4xx allows all)
-    assert (ignoring.status, ignoring.exit_code) == ("failed", 1)
+    assert (ignoring.status, exit_code(ignoring.status)) == ("failed", 1)
     assert ignoring.reason is not None
     assert ignoring.reason.startswith("nothing was captured: every fetch failed (challenge: 1)")
 
@@ -388,7 +389,7 @@ async def test_robots_503_means_no_page_request(tmp_path: Path) -> None:
     assert responses(out / "warcs", site.url("/robots.txt"))  # the 503 itself is archived
     # a policy outcome, not a failure (exit 0), but the run says it archived no page
     reason = "no page was captured: every URL it reached was skipped (robots: 1)"
-    assert (result.status, result.exit_code, result.reason) == ("completed", 0, reason)
+    assert (result.status, exit_code(result.status), result.reason) == ("completed", 0, reason)
     summary = json.loads((out / "summary.json").read_text())
     assert (summary["status"], summary["reason"]) == ("completed", reason)
     (warning,) = log_events(out, "no-page-captured")
