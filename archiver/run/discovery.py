@@ -17,6 +17,7 @@ import orjson
 from archiver import urls
 from archiver.extract import links
 from archiver.extract.decoding import ContentDecodingError
+from archiver.extract.found import Links
 from archiver.extract.links import CSS_TYPES, HTML_TYPES
 from archiver.models import CrawlItem, Exchange, Hop, SkipReason
 from archiver.policy.sitemaps import is_sitemap
@@ -123,7 +124,7 @@ class Discovery:
             ]
         return children
 
-    def _extract(self, item: CrawlItem, ex: Exchange) -> links.Links | None:
+    def _extract(self, item: CrawlItem, ex: Exchange) -> Links | None:
         if ex.content_type not in HTML_TYPES and ex.content_type not in CSS_TYPES:
             return None
         try:
