@@ -91,6 +91,19 @@ def _browser(parts: Sequence[Mapping[str, Any]]) -> dict[str, Any] | None:
     return {k: dict(v.most_common()) if isinstance(v, Counter) else v for k, v in merged.items()}
 
 
+def merge_extractors(parts: Iterable[Any]) -> dict[str, dict[str, int]]:
+    """The processes' per-extractor tables (``{name: {"queued": N, "4xx": M}}``) added up."""
+    queued: Counter[str] = Counter()
+    client_errors: Counter[str] = Counter()
+    for part in parts:
+        for name, counts in _table(part).items():
+            if isinstance(counts, Mapping):
+                queued[str(name)] += _number(counts.get("queued"))
+                client_errors[str(name)] += _number(counts.get("4xx"))
+    names = sorted(set(queued) | set(client_errors), key=lambda n: (-queued[n], n))
+    return {name: {"queued": queued[name], "4xx": client_errors[name]} for name in names}
+
+
 def merge_snapshots(
     parts: Sequence[Mapping[str, Any]], *, elapsed: float, stopping: bool
 ) -> dict[str, Any]:
@@ -171,6 +184,7 @@ def merge_summaries(
             merged[key] = {k: table[k] for k in sorted(table, key=_status_order)}
         else:
             merged[key] = dict(table.most_common(rows))
+    merged["extractors"] = merge_extractors(s.get("extractors") for s in summaries)
     merged["largest"] = _largest(summaries)
     merged["captures_over_time"] = _series(parts)
     browser = _browser(summaries)

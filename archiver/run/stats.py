@@ -82,6 +82,10 @@ class CrawlStats:
     skips: Counter[str] = field(default_factory=Counter)
     truncated: Counter[str] = field(default_factory=Counter)
     per_second: Counter[int] = field(default_factory=Counter)
+    #: per extractor (archiver.extract.found.Extractor): URLs it queued, and how many of those
+    #: (or the targets they redirected to) came back 4xx, the noise measure of an extractor
+    extractor_queued: Counter[str] = field(default_factory=Counter)
+    extractor_4xx: Counter[str] = field(default_factory=Counter)
     #: set when the crawl uses a browser
     browser: BrowserCounters | None = None
     _largest: list[tuple[int, str, str]] = field(default_factory=list)
@@ -126,6 +130,25 @@ class CrawlStats:
         elif size > self._largest[0][0]:
             heapq.heapreplace(self._largest, entry)
 
+    def queued_by(self, extractor: str) -> None:
+        """A URL found by ``extractor`` was queued (new to the frontier)."""
+        self.extractor_queued[extractor] += 1
+
+    def client_error_of(self, extractor: str) -> None:
+        """A URL found by ``extractor`` came back with a 4xx status."""
+        self.extractor_4xx[extractor] += 1
+
+    def extractors(self) -> dict[str, dict[str, int]]:
+        """``{extractor: {"queued": N, "4xx": M}}``, most queued first."""
+        names = sorted(
+            set(self.extractor_queued) | set(self.extractor_4xx),
+            key=lambda name: (-self.extractor_queued[name], name),
+        )
+        return {
+            name: {"queued": self.extractor_queued[name], "4xx": self.extractor_4xx[name]}
+            for name in names
+        }
+
     def failure(self, reason: str) -> None:
         self.failures[reason] += 1
 
@@ -157,6 +180,7 @@ class CrawlStats:
             "failures": dict(self.failures.most_common()),
             "skips": dict(self.skips.most_common()),
             "truncated": dict(self.truncated),
+            "extractors": self.extractors(),
             "largest": [
                 {"url": url, "bytes": size, "mime": mime}
                 for size, url, mime in sorted(self._largest, reverse=True)

@@ -54,14 +54,14 @@ SCHEMA_VERSION = 1
 #: Rows per set-based statement at most (a power of two; also capped by SQLite's variable limit).
 CHUNK_ROWS = 1024
 
-#: url rows: url, host id, state, seq, tries, redirects_left, depth, hops, via, extra
-_URL_COLUMNS = "url, host, state, seq, tries, redirects_left, depth, hops, via, extra"
-_URL_COLUMN_COUNT = 10
+#: url rows: url, host id, state, seq, tries, redirects_left, depth, hops, via, extra, found_by
+_URL_COLUMNS = "url, host, state, seq, tries, redirects_left, depth, hops, via, extra, found_by"
+_URL_COLUMN_COUNT = 11
 #: one host's oldest queued URLs: id, host, url, tries, redirects_left, depth, hops, via, seq,
-#: extra
+#: extra, found_by
 _REFILL_PART = (
-    "SELECT * FROM (SELECT id, host, url, tries, redirects_left, depth, hops, via, seq, extra "
-    f"FROM urls WHERE host = ? AND state = {QUEUED} ORDER BY seq LIMIT ?)"
+    "SELECT * FROM (SELECT id, host, url, tries, redirects_left, depth, hops, via, seq, extra, "
+    f"found_by FROM urls WHERE host = ? AND state = {QUEUED} ORDER BY seq LIMIT ?)"
 )
 _REFILL_CHUNK = 64  #: hosts per refill statement (a power of two; SQLite allows 500 terms)
 
@@ -234,6 +234,8 @@ class Database:
         columns = {r[1] for r in x("PRAGMA table_info(urls)")}
         if "extra" not in columns:  # a database written before --extra-hops: every item is 0
             x("ALTER TABLE urls ADD COLUMN extra INTEGER NOT NULL DEFAULT 0")
+        if "found_by" not in columns:  # written before extractors were named: none named
+            x("ALTER TABLE urls ADD COLUMN found_by TEXT NOT NULL DEFAULT ''")
         row = x("SELECT value FROM meta WHERE key = 'schema'").fetchone()
         if row is None:
             x("INSERT INTO meta VALUES ('schema', ?)", (str(SCHEMA_VERSION),))
@@ -254,12 +256,12 @@ class Database:
         max_seq = x("SELECT max(seq) FROM urls").fetchone()[0] or 0
         waiting = [
             (
-                CrawlItem(url, redirects_left, depth, hops, via, tries, extra),
+                CrawlItem(url, redirects_left, depth, hops, via, tries, extra, found_by),
                 float(not_before or 0.0),
             )
-            for url, tries, redirects_left, depth, hops, via, not_before, extra in x(
-                "SELECT url, tries, redirects_left, depth, hops, via, not_before, extra FROM urls "
-                f"WHERE state = {WAITING} ORDER BY seq"
+            for url, tries, redirects_left, depth, hops, via, not_before, extra, found_by in x(
+                "SELECT url, tries, redirects_left, depth, hops, via, not_before, extra, found_by "
+                f"FROM urls WHERE state = {WAITING} ORDER BY seq"
             )
         ]
         total = sum(counts.values())
@@ -469,7 +471,7 @@ class Database:
                 size,
                 lambda n: (
                     "SELECT json_group_array(json_array(id, host, url, tries, "
-                    "redirects_left, depth, hops, via, seq, extra)) FROM ("
+                    "redirects_left, depth, hops, via, seq, extra, found_by)) FROM ("
                     + " UNION ALL ".join([_REFILL_PART] * n)
                     + ")"
                 ),

@@ -87,8 +87,9 @@ class _HostQueue:
 
 
 def _item(row: list[Any]) -> CrawlItem:
-    """A refilled row (id, host, url, tries, redirects_left, depth, hops, via, seq, extra)."""
-    return CrawlItem(row[2], row[4], row[5], row[6], row[7], row[3], row[9])
+    """A refilled row (id, host, url, tries, redirects_left, depth, hops, via, seq, extra,
+    found_by)."""
+    return CrawlItem(row[2], row[4], row[5], row[6], row[7], row[3], row[9], row[10])
 
 
 class SqliteFrontier(LocalFrontier):
@@ -358,6 +359,7 @@ class SqliteFrontier(LocalFrontier):
             item.hops,
             item.via,
             item.extra,
+            item.found_by,
         )
 
     async def _put_maybe(self, maybe: list[tuple[int, CrawlItem]]) -> list[tuple[int, CrawlItem]]:
