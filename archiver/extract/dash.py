@@ -27,7 +27,7 @@ from archiver import urls
 from archiver.extract.found import MAX_LINKS, Collector, Extractor
 from archiver.extract.hls import PlaylistLinks
 from archiver.extract.media import MediaLimits, choose
-from archiver.extract.xmlstream import XmlError, read_xml
+from archiver.extract.xmlstream import XmlError, local_name, read_xml
 
 DASH_TYPES = frozenset({"application/dash+xml"})
 NS = "urn:mpeg:dash:schema:mpd:2011"
@@ -103,7 +103,7 @@ class _MpdReader:
         self.root_seen = False
 
     def start(self, name: str, attrs: dict[str, str]) -> None:
-        local = name.rsplit(" ", 1)[-1]
+        local = local_name(name)
         if not self.root_seen:
             self.root_seen = True
             if local != "MPD":

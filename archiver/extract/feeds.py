@@ -32,7 +32,8 @@ from dataclasses import dataclass
 
 from archiver import urls
 from archiver.extract.found import MAX_LINKS, Collector, Extractor, Links
-from archiver.extract.xmlstream import XML_BASE, Enough, XmlError, read_xml
+from archiver.extract.xmlstream import SEPARATOR as SEP
+from archiver.extract.xmlstream import XML_BASE, Enough, XmlError, local_name, read_xml
 
 FEED_TYPES = frozenset(
     {
@@ -55,8 +56,8 @@ RDF = "http://www.w3.org/1999/02/22-rdf-syntax-ns#"
 MEDIA = "http://search.yahoo.com/mrss/"
 ITUNES = "http://www.itunes.com/dtds/podcast-1.0.dtd"
 
-#: root elements of the formats read (expat's ``namespace local`` names)
-ROOTS = frozenset({"rss", f"{RDF} RDF", f"{ATOM} feed", f"{ATOM} entry", "opml"})
+#: root elements of the formats read (as xmlstream names them)
+ROOTS = frozenset({"rss", f"{RDF}{SEP}RDF", f"{ATOM}{SEP}feed", f"{ATOM}{SEP}entry", "opml"})
 #: Atom relations that are not links to read: the feed itself, its editing endpoints
 _ATOM_SKIPPED_RELS = frozenset({"self", "edit", "edit-media", "hub"})
 _PAGE, _REQUISITE = False, True
@@ -66,20 +67,20 @@ _TEXT_LINKS = {
     ("link", "item"): _PAGE,
     ("comments", "item"): _PAGE,
     ("url", "image"): _REQUISITE,
-    (f"{RSS1} link", f"{RSS1} channel"): _PAGE,
-    (f"{RSS1} link", f"{RSS1} item"): _PAGE,
-    (f"{RSS1} url", f"{RSS1} image"): _REQUISITE,
-    (f"{ATOM} icon", f"{ATOM} feed"): _REQUISITE,
-    (f"{ATOM} logo", f"{ATOM} feed"): _REQUISITE,
+    (f"{RSS1}{SEP}link", f"{RSS1}{SEP}channel"): _PAGE,
+    (f"{RSS1}{SEP}link", f"{RSS1}{SEP}item"): _PAGE,
+    (f"{RSS1}{SEP}url", f"{RSS1}{SEP}image"): _REQUISITE,
+    (f"{ATOM}{SEP}icon", f"{ATOM}{SEP}feed"): _REQUISITE,
+    (f"{ATOM}{SEP}logo", f"{ATOM}{SEP}feed"): _REQUISITE,
 }
 # elements with one link attribute: element -> (attribute, kind)
 _ATTRIBUTE_LINKS = {
     "enclosure": ("url", _REQUISITE),
     "source": ("url", _PAGE),
-    f"{MEDIA} content": ("url", _REQUISITE),
-    f"{MEDIA} thumbnail": ("url", _REQUISITE),
-    f"{MEDIA} player": ("url", _PAGE),
-    f"{ITUNES} image": ("href", _REQUISITE),
+    f"{MEDIA}{SEP}content": ("url", _REQUISITE),
+    f"{MEDIA}{SEP}thumbnail": ("url", _REQUISITE),
+    f"{MEDIA}{SEP}player": ("url", _PAGE),
+    f"{ITUNES}{SEP}image": ("href", _REQUISITE),
 }
 _SNIFF = (b"<rss", b"<feed", b"<rdf:RDF", b"<RDF", b"<opml")
 #: the longest text of a link element read (a URL is far shorter)
@@ -103,7 +104,16 @@ def looks_like_feed(body: bytes) -> bool:
 
 
 class _FeedReader:
-    __slots__ = ("bases", "collect", "kind", "stack", "text_kind", "text_parts", "text_size")
+    __slots__ = (
+        "bases",
+        "collect",
+        "kind",
+        "stack",
+        "text_depth",
+        "text_kind",
+        "text_parts",
+        "text_size",
+    )
 
     def __init__(self, collect: Collector, url: str) -> None:
         self.collect = collect
@@ -111,6 +121,7 @@ class _FeedReader:
         self.bases: list[str] = [url]
         self.kind: str | None = None
         self.text_kind: bool | None = None
+        self.text_depth = 0  #: the depth of the element whose text is a link
         self.text_parts: list[str] = []
         self.text_size = 0
 
@@ -132,24 +143,24 @@ class _FeedReader:
     def start(self, name: str, attrs: dict[str, str]) -> None:
         if self.kind is None:
             if name not in ROOTS:
-                raise XmlError(f"not a feed: the root element is <{name.rsplit(' ', 1)[-1]}>")
-            self.kind = name.rsplit(" ", 1)[-1]
+                raise XmlError(f"not a feed: the root element is <{local_name(name)}>")
+            self.kind = local_name(name)
         parent = self.stack[-1] if self.stack else ""
         self.stack.append(name)
         base = attrs.get(XML_BASE)
         resolved = urls.resolve(self.bases[-1], base.strip()) if base else None
         self.bases.append(resolved or self.bases[-1])
+        if self.text_kind is not None:
+            return  # inside a link element: its children's text is part of its text
         kind = _TEXT_LINKS.get((name, parent))
+        if name == "guid" and parent == "item":
+            permalink = attrs.get("isPermaLink", "true").strip().lower() != "false"
+            kind = _PAGE if permalink else None
         if kind is not None:
             self.text_kind = kind
+            self.text_depth = len(self.stack)
             self.text_parts = []
             self.text_size = 0
-            return
-        if name == "guid" and parent == "item":
-            if attrs.get("isPermaLink", "true").strip().lower() != "false":
-                self.text_kind = _PAGE
-                self.text_parts = []
-                self.text_size = 0
             return
         self._attributes(name, attrs)
 
@@ -158,7 +169,7 @@ class _FeedReader:
         if simple is not None:
             attribute, kind = simple
             self._add(attrs.get(attribute, ""), kind)
-        elif name == f"{ATOM} link":
+        elif name == f"{ATOM}{SEP}link":
             href = attrs.get("href")
             if href:
                 rel = attrs.get("rel", "alternate").strip().lower()
@@ -166,7 +177,7 @@ class _FeedReader:
                     self._add(href, _REQUISITE)
                 elif rel not in _ATOM_SKIPPED_RELS:
                     self._add(href, _PAGE)
-        elif name == f"{ATOM} content":
+        elif name == f"{ATOM}{SEP}content":
             src = attrs.get("src")
             if src:
                 self._add(src, _PAGE)
@@ -177,9 +188,10 @@ class _FeedReader:
                     self._add(value, _PAGE)
 
     def end(self, _name: str) -> None:
+        depth = len(self.stack)
         self.stack.pop()
         kind = self.text_kind
-        if kind is not None:
+        if kind is not None and depth == self.text_depth:
             self.text_kind = None
             if self.text_size <= MAX_TEXT:
                 self._add("".join(self.text_parts), kind)

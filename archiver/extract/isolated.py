@@ -22,6 +22,10 @@ import sys
 from archiver.extract.found import MAX_LINKS, Collector, Extractor
 from archiver.extract.pdf import PdfLimits, PdfLinks
 
+#: the share of the deadline the reader spends on pages before it answers with what it has
+#: (the rest is for starting, parsing the file's structure and answering)
+SOFT_SHARE = 0.7
+
 
 async def pdf_links(
     body: bytes, url: str, *, limits: PdfLimits | None = None, max_links: int = MAX_LINKS
@@ -39,6 +43,7 @@ async def pdf_links(
         str(max_links),
         str(memory),
         str(math.ceil(timeout) + 1),
+        repr(timeout * SOFT_SHARE),
     ]
     process = await asyncio.create_subprocess_exec(
         *argv,
@@ -77,14 +82,16 @@ def _failed(url: str, error: str) -> PdfLinks:
 
 def _child(argv: list[str]) -> int:
     """Read the body on stdin, write the links as JSON on stdout, within the limits given."""
-    url, max_pages, max_links, memory, cpu = argv
+    url, max_pages, max_links, memory, cpu, soft = argv
     resource.setrlimit(resource.RLIMIT_AS, (int(memory), int(memory)))
     resource.setrlimit(resource.RLIMIT_CPU, (int(cpu), int(cpu)))
     sys.setrecursionlimit(4000)  # pypdf recurses over nested objects; a deep one ends here
     body = sys.stdin.buffer.read()
     from archiver.extract.pdf import extract_pdf  # noqa: PLC0415 - after the limits are set
 
-    found = extract_pdf(body, url, max_pages=int(max_pages), max_links=int(max_links))
+    found = extract_pdf(
+        body, url, max_pages=int(max_pages), max_links=int(max_links), seconds=float(soft)
+    )
     answer = {
         "pages": list(found.links.pages),
         "truncated": found.links.truncated,

@@ -21,6 +21,7 @@ from __future__ import annotations
 import io
 import logging
 import re
+import time
 import warnings
 from dataclasses import dataclass
 from typing import Any
@@ -85,10 +86,18 @@ def _uri_of(annotation: Any) -> str | None:
 
 
 def extract_pdf(
-    body: bytes, url: str, *, max_pages: int = DEFAULT_MAX_PAGES, max_links: int = MAX_LINKS
+    body: bytes,
+    url: str,
+    *,
+    max_pages: int = DEFAULT_MAX_PAGES,
+    max_links: int = MAX_LINKS,
+    seconds: float | None = None,
 ) -> PdfLinks:
     """The links of a PDF fetched from ``url`` (already content-decoded), from its first
-    ``max_pages`` pages."""
+    ``max_pages`` pages, and from as many as ``seconds`` allow (checked between pages: reading
+    a page's text costs about 10 ms, so a long document stops with the links of the pages it
+    read, where a deadline that kills the reader would lose them all)."""
+    stop_at = time.monotonic() + seconds if seconds is not None else None
     collect = Collector(url, url, max_links, Extractor.PDF)
     pages_read = 0
     page_count = 0
@@ -100,6 +109,8 @@ def extract_pdf(
             page_count = len(reader.pages)
             for page in reader.pages:
                 if pages_read >= max_pages:
+                    break
+                if stop_at is not None and time.monotonic() >= stop_at:
                     break
                 pages_read += 1
                 annotations = page.get("/Annots")
@@ -116,7 +127,8 @@ def extract_pdf(
         return PdfLinks(collect.links(), pages_read, page_count, f"{type(exc).__name__}: {exc}")
     error = None
     if page_count > pages_read and not collect.truncated:
-        error = f"read the first {pages_read} of {page_count} pages"
+        why = "in time" if pages_read < max_pages else "(--pdf-max-pages)"
+        error = f"read the first {pages_read} of {page_count} pages {why}"
     return PdfLinks(collect.links(), pages_read, page_count, error)
 
 

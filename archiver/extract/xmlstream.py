@@ -26,8 +26,13 @@ _SLICE = 64 * 1024
 _DECLARED_ENCODING = re.compile(
     rb"""\A(?:\xef\xbb\xbf)?\s*<\?xml[^>]*?encoding\s*=\s*["']([A-Za-z][A-Za-z0-9._-]*)["']"""
 )
-#: expat's name for an attribute in the XML namespace (``xml:base``), with " " as separator
-XML_BASE = "http://www.w3.org/XML/1998/namespace base"
+#: What separates a namespace from a local name in the names handlers get. Not a space (which
+#: sitemaps use): since expat 2.4.5 (the CVE-2022-25236 fix) a namespace name holding the
+#: separator is a syntax error, and a space is legal in one; U+0001 can appear in no XML 1.0
+#: document, not even as a character reference.
+SEPARATOR = "\x01"
+#: expat's name for an attribute in the XML namespace (``xml:base``)
+XML_BASE = f"http://www.w3.org/XML/1998/namespace{SEPARATOR}base"
 
 
 class XmlError(ValueError):
@@ -49,7 +54,8 @@ def _refuse_dtd(*_: object) -> int:
 
 
 def read_xml(data: bytes, handler: Handler) -> bool:
-    """Feed ``data`` to ``handler`` (element names are ``namespace local`` or ``local``).
+    """Feed ``data`` to ``handler`` (element names are ``namespace SEPARATOR local`` or
+    ``local``).
 
     Returns True when the whole document was read, False when the handler stopped it
     (:class:`Enough`). Raises :class:`XmlError` when the document is not well-formed; what the
@@ -67,7 +73,7 @@ def read_xml(data: bytes, handler: Handler) -> bool:
 
 
 def _read(data: bytes, handler: Handler) -> bool:
-    parser = expat.ParserCreate(namespace_separator=" ")
+    parser = expat.ParserCreate(namespace_separator=SEPARATOR)
     parser.SetParamEntityParsing(expat.XML_PARAM_ENTITY_PARSING_NEVER)
     parser.StartDoctypeDeclHandler = _refuse_dtd
     parser.EntityDeclHandler = _refuse_dtd
@@ -85,6 +91,8 @@ def _read(data: bytes, handler: Handler) -> bool:
         return False
     except expat.ExpatError as exc:
         raise XmlError(f"not well-formed XML: {exc}") from None
+    except LookupError as exc:  # a declared encoding no codec has ("ut2f-8")
+        raise XmlError(f"not XML we can read: {exc}") from None
     return True
 
 
@@ -108,8 +116,23 @@ def as_utf8(data: bytes) -> bytes | None:
 
 
 def local_name(name: str) -> str:
-    """``local`` of expat's ``namespace local``."""
-    return name.rsplit(" ", 1)[-1]
+    """The local part of a name as handlers get it."""
+    return name.rsplit(SEPARATOR, 1)[-1]
 
 
-__all__ = ["XML_BASE", "Enough", "Handler", "XmlError", "as_utf8", "local_name", "read_xml"]
+def qualified(namespace: str, local: str) -> str:
+    """A name in ``namespace`` as handlers get it."""
+    return f"{namespace}{SEPARATOR}{local}"
+
+
+__all__ = [
+    "SEPARATOR",
+    "XML_BASE",
+    "Enough",
+    "Handler",
+    "XmlError",
+    "as_utf8",
+    "local_name",
+    "qualified",
+    "read_xml",
+]

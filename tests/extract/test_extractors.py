@@ -505,7 +505,9 @@ def test_pdf_page_limit_and_broken_files() -> None:
     many = annotated_pdf(f"{E}/p.html", pages=5)
     found = extract_pdf(many, f"{E}/d.pdf", max_pages=2)
     assert (found.pages, found.page_count) == (2, 5)
-    assert found.error == "read the first 2 of 5 pages"
+    assert found.error == "read the first 2 of 5 pages (--pdf-max-pages)"
+    hurried = extract_pdf(many, f"{E}/d.pdf", seconds=0.0)
+    assert (hurried.pages, hurried.error) == (0, "read the first 0 of 5 pages in time")
     broken = extract_pdf(b"%PDF-1.4 garbage", f"{E}/d.pdf")
     assert broken.error is not None and not broken.links.pages
 

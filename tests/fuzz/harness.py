@@ -27,6 +27,10 @@ NAMES = (
     "cdxj",
     "cookies",
     "ignores",
+    "feed",
+    "json",
+    "hls",
+    "pdf",
 )
 
 

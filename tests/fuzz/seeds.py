@@ -97,6 +97,22 @@ def _documents(name: str) -> Iterator[bytes]:
         yield b"(?i)/calendar/\n^https?://[^/]+/search\n# a comment\n(unclosed\n"
     elif name == "warc":
         yield from seed_files()
+    elif name == "feed":
+        feeds = (b"<rss", b"<feed", b"<rdf:rdf", b"<opml")
+        yield from filter(_has(*feeds), literals("extract/test_extractors.py", "run/*.py"))
+    elif name == "json":
+        for value in literals("extract/test_extractors.py", "run/test_extractors_crawl.py"):
+            if value[:1] in (b"{", b"["):
+                yield value
+        yield b'{"items": [{"url": "/a.html"}, "https:\\/\\/example.com\\/b", "\\u002Fc"]}'
+    elif name == "hls":
+        yield from filter(_has(b"#extm3u"), literals("extract/test_extractors.py", "run/*.py"))
+    elif name == "pdf":
+        from tests.extract.test_extractors import annotated_pdf, text_pdf  # noqa: PLC0415
+
+        yield b"http://example.com/a.html\n/relative\nhttps://example.com/b?c=d"
+        yield annotated_pdf("http://example.com/a.html", "/b", pages=2)
+        yield text_pdf("see http://example.com/t.html")
 
 
 def _index_of_seed_warc() -> bytes:
