@@ -5,7 +5,8 @@ A master playlist (section 4.3.4) lists variant streams; one is chosen by the re
 :mod:`archiver.extract.media` and its media playlist is a requisite, with the renditions its
 ``AUDIO`` and ``SUBTITLES`` groups name (``EXT-X-MEDIA``, section 4.3.4.1: the group's
 ``DEFAULT=YES`` rendition, else its first) and any ``EXT-X-SESSION-KEY``. A media playlist
-(section 4.3.3) lists segments: their URIs, the ``EXT-X-MAP`` initialization sections and the
+(section 4.3.3) lists segments: their URIs (each after its ``EXTINF``, which section 4.3.2.1
+requires of a segment), the ``EXT-X-MAP`` initialization sections and the
 ``EXT-X-KEY`` keys are requisites, in order, while the media byte budget lasts (each segment's
 ``EXTINF`` duration, section 4.3.2.1, counted at the rendition's bandwidth). I-frame playlists
 (``EXT-X-I-FRAME-STREAM-INF``) serve trick play only and are left out; so are LL-HLS partial
@@ -142,7 +143,7 @@ def _media(text: str, collect: Collector, limits: MediaLimits) -> tuple[float, b
     """Segments, maps and keys in order while the budget lasts: (seconds listed, over it)."""
     budget = limits.seconds_for(None)
     seconds = 0.0
-    duration = 0.0
+    duration: float | None = None  # the EXTINF before the next URI: None when there is none
     for line in _lines(text):
         if line.startswith("#"):
             tag, _, rest = line.partition(":")
@@ -157,10 +158,12 @@ def _media(text: str, collect: Collector, limits: MediaLimits) -> tuple[float, b
                 if uri and not uri.startswith("skd:"):  # skd: is a FairPlay key id, no URL
                     collect.requisite(uri)
             continue
+        if duration is None:
+            continue  # a URI without its EXTINF is no media segment (section 4.3.2.1)
         if seconds + duration > budget and seconds > 0:
             return seconds, True
         seconds += duration
-        duration = 0.0
+        duration = None
         collect.requisite(line)
         if collect.truncated:
             break

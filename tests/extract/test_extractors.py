@@ -389,6 +389,8 @@ def test_hls_media_segments_maps_keys_and_the_byte_budget() -> None:
 
 def test_hls_not_a_playlist_and_attribute_lists() -> None:
     assert extract_hls(b"<html>", f"{E}/x.m3u8").kind is None
+    stray = extract_hls(b"#EXTM3U\nstray.ts\n#EXTINF:1,\na.ts\n", f"{E}/x.m3u8")
+    assert list(stray.links.requisites) == [f"{E}/a.ts"]  # a segment needs its EXTINF
     assert attributes('A=1,B="x,y",C=0x1F,D=') == {"A": "1", "B": "x,y", "C": "0x1F", "D": ""}
 
 
