@@ -59,7 +59,7 @@ JS_TYPES = frozenset(
 
 def _quoted_spec(n: int) -> str:
     """A quoted module specifier, its quote and value in groups named ``qN`` and ``sN``."""
-    return rf"""(?P<q{n}>["'])(?P<s{n}>[^"'\s\\]{{1,2048}})(?P=q{n})"""
+    return rf"""(?P<q{n}>["'`])(?P<s{n}>[^"'`\s\\]{{1,2048}})(?P=q{n})"""
 
 
 _MODULE_FORMS = re.compile(
@@ -130,6 +130,8 @@ def module_specifiers(text: str) -> Iterator[str]:
     relative references, in order (bare specifiers skipped)."""
     for match in _MODULE_FORMS.finditer(text):
         spec = next(s for s in match.group("s1", "s2", "s3", "s4") if s is not None)
+        if "${" in spec:
+            continue  # a template literal with a substitution is no string literal
         if spec.startswith(("./", "../", "/", "http://", "https://")):
             yield spec
 
@@ -174,8 +176,11 @@ class _ChunkExpression:
 
     def parse(self) -> list[str] | None:
         terms = self._sum()
-        if terms is None or not self.tables:
+        if terms is None:
             return None
+        if not self.tables:  # one file whatever the chunk ("assets/js/common.abcd.js")
+            constant = all(isinstance(t, str) or t is _PUBLIC for t in terms)
+            return [self._value(terms, "") or ""] if constant else None
         ids: dict[str, None] = {}
         for table in self.tables:
             ids.update(dict.fromkeys(table))
@@ -239,23 +244,7 @@ class _ChunkExpression:
                 return None
             return (table, False)
         if char == "(":
-            self.pos += 1
-            start = self.pos
-            if self._peek() == "{":
-                table = self._table()
-                if table is not None and self._lookup() and self._peek() == "|":
-                    if self.text.startswith("||", self.pos):
-                        self.pos += 2
-                        if self._identifier() == self.param and self._peek() == ")":
-                            self.pos += 1
-                            return (table, True)
-                    return None
-                self.pos = start
-            inner = self._sum()
-            if inner is None or self._peek() != ")":
-                return None
-            self.pos += 1
-            return inner
+            return self._group()
         name = self._identifier()
         if name == self.param:
             return _PARAM
@@ -263,6 +252,29 @@ class _ChunkExpression:
             self.pos += 2
             return _PUBLIC
         return None
+
+    def _group(self) -> object | None:
+        """``( … )``: a sum, ``({…})[id]``, or ``(… [id] || id)`` (the id when the table has
+        no entry for it)."""
+        self.pos += 1
+        if self._peek() == "{":
+            start = self.pos
+            table = self._table()
+            if table is not None and self._peek() == ")":  # ({…})[id]
+                self.pos += 1
+                return (table, False) if self._lookup() else None
+            self.pos = start
+        inner = self._sum()
+        if inner is not None and self.text.startswith("||", self.pos):
+            self.pos += 2
+            lookup = inner[0] if len(inner) == 1 else None
+            if not isinstance(lookup, tuple) or self._identifier() != self.param:
+                return None
+            inner = [(lookup[0], True)]
+        if inner is None or self._peek() != ")":
+            return None
+        self.pos += 1
+        return inner
 
     def _identifier(self) -> str:
         self._skip()
@@ -293,7 +305,7 @@ class _ChunkExpression:
                 self.pos += 1
                 self.tables.append(table)
                 return table
-            key = self._string() if char in "\"'" else (self._identifier() or None)
+            key = self._string() if char in "\"'" else _number_key(self._identifier())
             if key is None or self._peek() != ":":
                 return None
             self.pos += 1
@@ -319,6 +331,19 @@ class _ChunkExpression:
 
 _PARAM = object()
 _PUBLIC = object()
+_NUMBER = re.compile(r"\d+(?:\.\d+)?(?:[eE]\d+)?")
+
+
+def _number_key(name: str) -> str | None:
+    """An object literal's unquoted key as JavaScript turns it into a property name: a number
+    literal becomes the number's string (``88e3`` is ``"88000"``, the id webpack's minified
+    runtimes write that way), an identifier stays as it is."""
+    if not name:
+        return None
+    if _NUMBER.fullmatch(name) and len(name) < 24:
+        value = float(name)
+        return str(int(value)) if value.is_integer() and value < 2**53 else repr(value)
+    return name
 
 
 def _ident_char(pos: int, expr: _ChunkExpression) -> bool:
@@ -328,7 +353,11 @@ def _ident_char(pos: int, expr: _ChunkExpression) -> bool:
 def base_for(dependency: str, script_url: str) -> str:
     """The base a bundler's output-relative path (``assets/chunks/a.js``) resolves against:
     the script's URL up to where the path's first segment appears in it (a script at
-    ``/docs/assets/index.js`` and ``assets/x.js`` give ``/docs/``), else the origin's root."""
+    ``/docs/assets/index.js`` and ``assets/x.js`` give ``/docs/``), else the origin's root. A
+    path written ``./x.js`` or ``../x.js`` (Vite with a relative ``base``, which resolves its
+    dependencies with ``new URL(dep, import.meta.url)``) is relative to the script itself."""
+    if dependency.startswith(("./", "../")):
+        return script_url
     first = dependency.split("/", 1)[0]
     scheme_end = script_url.find("://")
     path_start = script_url.find("/", scheme_end + 3) if scheme_end >= 0 else -1

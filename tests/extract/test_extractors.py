@@ -201,11 +201,12 @@ def test_module_specifiers_in_every_form_bare_ones_skipped() -> None:
     import "./side.js"; import vue from "vue"; export * from "./d.js"; export {q} from "./e.js";
     import def, {n} from "./f.js"; export * as all from "https://cdn.example.com/g.js";
     const m = import("./lazy.js"); const n2 = import("./opts.js", { with: {} });
+    const p = () => import(`./Page.js`); const q = () => import(`./${name}.js`);
     const u = new URL("./img.png", import.meta.url); obj.import("./no.js"); importx("./no2.js");
     """
     assert list(module_specifiers(js)) == [
         "./a.js", "../b.js", "/c.js", "./side.js", "./d.js", "./e.js", "./f.js",
-        "https://cdn.example.com/g.js", "./lazy.js", "./opts.js", "./img.png",
+        "https://cdn.example.com/g.js", "./lazy.js", "./opts.js", "./Page.js", "./img.png",
     ]  # fmt: skip
 
 
@@ -232,7 +233,12 @@ def test_vite_dependency_map_and_webpack_chunk_table() -> None:
     )
     assert webpack_chunks(js) == (
         "/",
-        ["assets/js/main.3fe7.js", "assets/js/about.aa11.js", "assets/js/99.bb.js"],
+        [
+            "assets/js/main.3fe7.js",
+            "assets/js/about.aa11.js",
+            "assets/js/99.bb.js",
+            "assets/css/styles.c0ffee.css",
+        ],
     )
     links = extract_script(js.encode(), f"{E}/docs/assets/index.js")
     assert list(links.requisites) == [
@@ -241,6 +247,7 @@ def test_vite_dependency_map_and_webpack_chunk_table() -> None:
         f"{E}/assets/js/main.3fe7.js",
         f"{E}/assets/js/about.aa11.js",
         f"{E}/assets/js/99.bb.js",
+        f"{E}/assets/css/styles.c0ffee.css",
     ]
     assert {links.extractor_of(url) for url in links.requisites} == {"js-module"}
 
@@ -258,10 +265,39 @@ def test_webpack4_jsonp_script_src_and_unreadable_tables() -> None:
     assert webpack_chunks('r.u=e=>"js/"+f(e)+".js"')[1] == []  # a call: not a plain table
 
 
+def test_webpack_minified_runtime_shapes() -> None:
+    """Docusaurus's runtime as it is written in the wild: exponent chunk ids, a table in
+    parentheses, a fallback on both parts, and a constant file."""
+    exponent = (
+        'r.u=e=>"assets/js/"+({88e3:"6e4ad5f2",123:"plain"}[e]||e)+"."'
+        '+{88e3:"b9",123:"ab"}[e]+".js"'
+    )
+    assert webpack_chunks(exponent)[1] == ["assets/js/6e4ad5f2.b9.js", "assets/js/plain.ab.js"]
+    wrapped = 'r.u=e=>"assets/js/"+(({12:"abcd"})[e]||e)+"."+({12:"ffff"})[e]+".js"'
+    assert webpack_chunks(wrapped)[1] == ["assets/js/abcd.ffff.js"]
+    both = (
+        't.u=e=>"assets/js/"+({10:"page",20:"shared"}[e]||e)+"."'
+        '+({10:"abc",30:"def"}[e]||e)+".js",t.x=1'
+    )
+    assert webpack_chunks(both)[1] == [
+        "assets/js/page.abc.js",
+        "assets/js/shared.20.js",
+        "assets/js/30.def.js",
+    ]
+    assert webpack_chunks('r.u=e=>"assets/js/common.abcd.js"')[1] == ["assets/js/common.abcd.js"]
+
+
 def test_base_for_bundler_paths() -> None:
     assert base_for("assets/x.js", f"{E}/docs/assets/index.js") == f"{E}/docs/"
     assert base_for("assets/x.js", f"{E}/index.js") == f"{E}/"
     assert base_for("x.js", f"{E}/a/b.js") == f"{E}/"
+    # Vite with a relative base writes its map relative to the importing module
+    assert base_for("./main-tOCAKvOg.js", f"{E}/app/assets/index.js") == f"{E}/app/assets/index.js"
+    js = b'const __vite__mapDeps=(i,m=__vite__mapDeps,d=(m.f||(m.f=["./a-1.js","../b.css"])))=>1;'
+    assert list(extract_script(js, f"{E}/app/assets/index.js").requisites) == [
+        f"{E}/app/assets/a-1.js",
+        f"{E}/app/b.css",
+    ]
 
 
 def test_relative_strings_only_when_asked() -> None:
