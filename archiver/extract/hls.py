@@ -7,7 +7,8 @@ A master playlist (section 4.3.4) lists variant streams; one is chosen by the re
 ``DEFAULT=YES`` rendition, else its first) and any ``EXT-X-SESSION-KEY``. A media playlist
 (section 4.3.3) lists segments: their URIs (each after its ``EXTINF``, which section 4.3.2.1
 requires of a segment), the ``EXT-X-MAP`` initialization sections and the
-``EXT-X-KEY`` keys are requisites, in order, while the media byte budget lasts (each segment's
+``EXT-X-KEY`` keys (those that apply to a segment listed) are requisites, in order, while the
+media byte budget lasts (each segment's
 ``EXTINF`` duration, section 4.3.2.1, counted at the rendition's bandwidth). I-frame playlists
 (``EXT-X-I-FRAME-STREAM-INF``) serve trick play only and are left out; so are LL-HLS partial
 segments and preload hints (a player asks for whole segments when it plays a recording).
@@ -144,6 +145,7 @@ def _media(text: str, collect: Collector, limits: MediaLimits) -> tuple[float, b
     budget = limits.seconds_for(None)
     seconds = 0.0
     duration: float | None = None  # the EXTINF before the next URI: None when there is none
+    pending: list[str] = []  # maps and keys, listed with the first segment they apply to
     for line in _lines(text):
         if line.startswith("#"):
             tag, _, rest = line.partition(":")
@@ -154,9 +156,11 @@ def _media(text: str, collect: Collector, limits: MediaLimits) -> tuple[float, b
                 except ValueError:
                     duration = 0.0
             elif tag in ("#EXT-X-MAP", "#EXT-X-KEY"):
-                uri = attributes(rest).get("URI")
-                if uri and not uri.startswith("skd:"):  # skd: is a FairPlay key id, no URL
-                    collect.requisite(uri)
+                attrs = attributes(rest)
+                uri = attrs.get("URI")
+                # skd: is a FairPlay key id, no URL; METHOD=NONE names no key (4.3.2.4)
+                if uri and not uri.startswith("skd:") and attrs.get("METHOD") != "NONE":
+                    pending.append(uri)
             continue
         if duration is None:
             continue  # a URI without its EXTINF is no media segment (section 4.3.2.1)
@@ -164,6 +168,9 @@ def _media(text: str, collect: Collector, limits: MediaLimits) -> tuple[float, b
             return seconds, True
         seconds += duration
         duration = None
+        for uri in pending:
+            collect.requisite(uri)
+        pending.clear()
         collect.requisite(line)
         if collect.truncated:
             break

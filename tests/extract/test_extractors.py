@@ -427,6 +427,9 @@ def test_hls_not_a_playlist_and_attribute_lists() -> None:
     assert extract_hls(b"<html>", f"{E}/x.m3u8").kind is None
     stray = extract_hls(b"#EXTM3U\nstray.ts\n#EXTINF:1,\na.ts\n", f"{E}/x.m3u8")
     assert list(stray.links.requisites) == [f"{E}/a.ts"]  # a segment needs its EXTINF
+    # a key of no segment (after the last one), and METHOD=NONE, name nothing to fetch
+    keys = b'#EXTM3U\n#EXT-X-KEY:METHOD=NONE,URI="n.key"\n#EXTINF:1,\na.ts\n#EXT-X-KEY:URI="z"\n'
+    assert list(extract_hls(keys, f"{E}/x.m3u8").links.requisites) == [f"{E}/a.ts"]
     assert attributes('A=1,B="x,y",C=0x1F,D=') == {"A": "1", "B": "x,y", "C": "0x1F", "D": ""}
 
 

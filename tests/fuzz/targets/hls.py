@@ -6,8 +6,9 @@ Oracles, on every input (the first byte chooses the bit-rate cap and a small lin
 * nothing leaves the extractor; requisites only, normalised, each once, at most ``max_links``;
 * on a playlist written in the grammar's plain form (every line a tag with an attribute list or
   a URI of plain characters), the m3u8 library (an independent parser) reads the same URLs:
-  for a media playlist, every segment URI, ``EXT-X-MAP`` URI and ``EXT-X-KEY`` URI (but
-  ``skd:`` key ids); for a master playlist, the variant the rendition rule picks from its
+  for a media playlist, every segment URI, and the ``EXT-X-MAP`` and ``EXT-X-KEY`` URIs of the
+  segments (but ``skd:`` key ids and ``METHOD=NONE``, which names no key); for a master
+  playlist, the variant the rendition rule picks from its
   bandwidths, the default (else first) rendition of the groups it names, and the session keys.
 """
 
@@ -67,7 +68,7 @@ def library_urls(text: str, max_bitrate: int) -> set[str] | None:
             refs.append(segment.uri)
             if segment.init_section is not None and segment.init_section.uri:
                 refs.append(segment.init_section.uri)
-        refs += [k.uri for k in playlist.keys if k is not None and k.uri]
+        refs += [k.uri for k in playlist.keys if k is not None and k.uri and k.method != "NONE"]
     return {
         resolved
         for ref in refs
