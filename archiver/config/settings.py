@@ -682,9 +682,9 @@ class Settings:
     pdf_timeout: float | None = setting(
         10.0,
         "scope",
-        "Time one PDF may take to read, in a child process with a 1 GiB memory cap: the "
-        "links of the pages read by then are kept, a reader still busy at the end is killed; "
-        "the crawl goes on either way.",
+        "CPU time one PDF may take to read, in a child process with a 1 GiB memory cap: the "
+        "links of the pages read by then are kept, a reader still busy is killed; the crawl "
+        "goes on either way.",
         parse_duration,
         metavar="SECONDS",
     )

@@ -28,7 +28,7 @@ from archiver.extract.dispatch import (
     header_links,
 )
 from archiver.extract.found import Extractor, Links, merge
-from archiver.extract.isolated import pdf_links
+from archiver.extract.isolated import read_pdf
 from archiver.extract.links import HTML_TYPES
 from archiver.extract.media import MediaLimits
 from archiver.extract.pdf import PdfLimits
@@ -183,7 +183,7 @@ class Discovery:
             )
             return None
         data = decode_content(body, encoding, limit=self._options.max_decoded)
-        result = await pdf_links(
+        result = await read_pdf(
             data, item.url, limits=self._pdf_limits, max_links=self._settings.max_links_per_page
         )
         if result.error is not None:

@@ -105,11 +105,11 @@ def _child_peak_mb() -> float:
 
 
 def pdf_rows(path: Path) -> list[dict[str, Any]]:
-    from archiver.extract.isolated import pdf_links  # noqa: PLC0415
+    from archiver.extract.isolated import read_pdf  # noqa: PLC0415
 
     body = path.read_bytes()
     started = time.perf_counter()
-    found = asyncio.run(pdf_links(body, URL + "big.pdf"))
+    found = asyncio.run(read_pdf(body, URL + "big.pdf"))
     ours = {
         "seconds": round(time.perf_counter() - started, 3),
         "peak_mb": round(_child_peak_mb(), 1),

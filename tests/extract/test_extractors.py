@@ -16,7 +16,7 @@ from archiver.extract.dispatch import ExtractOptions, document_kind, extract_doc
 from archiver.extract.feeds import extract_feed
 from archiver.extract.found import Extractor, Links, merge
 from archiver.extract.hls import attributes, extract_hls
-from archiver.extract.isolated import pdf_links
+from archiver.extract.isolated import read_pdf
 from archiver.extract.jsondoc import extract_json, is_json_type
 from archiver.extract.linkheader import link_header_links, parse_link_header
 from archiver.extract.links import extract_html
@@ -553,15 +553,19 @@ def test_pdf_page_limit_and_broken_files() -> None:
     assert broken.error is not None and not broken.links.pages
 
 
-async def test_pdf_in_a_child_process_with_its_deadline_and_memory_cap() -> None:
-    body = annotated_pdf(f"{E}/a.html")
-    found = await pdf_links(body, f"{E}/doc.pdf")
+async def test_pdf_in_a_child_process_with_its_cpu_budget_guard_and_memory_cap() -> None:
+    body = annotated_pdf(f"{E}/a.html", pages=3)
+    found = await read_pdf(body, f"{E}/doc.pdf")
     assert (list(found.links.pages), found.error) == ([f"{E}/a.html"], None)
-    late = await pdf_links(body, f"{E}/doc.pdf", limits=PdfLimits(seconds=0.001))
-    assert late.error == "the PDF reader ran out of time (0.001 s)" and not late.links.pages
+    # a budget spent before the first page: the reader answers with what it read (nothing)
+    hurried = await read_pdf(body, f"{E}/doc.pdf", limits=PdfLimits(seconds=0.0001))
+    assert (hurried.pages, hurried.error) == (0, "read the first 0 of 3 pages in time")
+    # the wall-clock guard kills a reader still busy
+    late = await read_pdf(body, f"{E}/doc.pdf", limits=PdfLimits(guard=0.001))
+    assert late.error == "the PDF reader was still busy after 0.001 s" and not late.links.pages
     # 8 MB of padding after the file: reading it needs more than the 1 MiB cap allows
     padded = body + b"%" + b"x" * 8_000_000
-    starved = await pdf_links(padded, f"{E}/doc.pdf", limits=PdfLimits(memory=1024 * 1024))
+    starved = await read_pdf(padded, f"{E}/doc.pdf", limits=PdfLimits(memory=1024 * 1024))
     assert starved.error is not None and "exited with code" in starved.error
 
 
