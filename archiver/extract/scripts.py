@@ -112,17 +112,28 @@ _URL_VALUE = re.compile(rf"{_ABSOLUTE}|{_ROOTED}")
 
 
 def string_urls(text: str) -> Iterator[str]:
-    """The quoted strings of a script that are URLs by :func:`is_url_string`, in order."""
+    """The quoted strings of a script that are URLs by :func:`is_url_string`, in order; not
+    one that a ``+`` joins to something else (``"/api/item/" + id``: a piece of a URL the
+    script builds, which fetched alone is a 404 or the wrong page)."""
     for match in _URL_STRING.finditer(text):
         value = match.group(2)
-        if len(value) <= MAX_STRING:
+        if len(value) <= MAX_STRING and not _concatenated(text, match.start(), match.end()):
             yield value
 
 
 def relative_strings(text: str) -> Iterator[str]:
-    """Quoted relative paths that end in a file extension (the speculative reading)."""
+    """Quoted relative paths that end in a file extension (the speculative reading), not
+    pieces of a concatenation."""
     for match in _RELATIVE_STRING.finditer(text):
-        yield match.group(2)
+        if not _concatenated(text, match.start(), match.end()):
+            yield match.group(2)
+
+
+def _concatenated(text: str, start: int, end: int) -> bool:
+    """Whether a ``+`` stands right before or after the string at ``text[start:end]``."""
+    after = text[end : end + 8].lstrip(" \t\r\n")
+    before = text[max(start - 8, 0) : start].rstrip(" \t\r\n")
+    return after.startswith("+") or before.endswith("+")
 
 
 def module_specifiers(text: str) -> Iterator[str]:

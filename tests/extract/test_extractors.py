@@ -213,7 +213,9 @@ def test_module_specifiers_in_every_form_bare_ones_skipped() -> None:
 def test_url_strings_are_absolute_scheme_relative_or_root_relative() -> None:
     js = """a("/api/items.json"); b('https://cdn.example.com/x.png'); c(`/tpl`); d("not a url");
     e("/with space"); f("//cdn.example.com/lib.js"); g("//nodot/x"); h("/"); i("/*glob");
-    j("relative/path.png"); k("https://example.com/a?b=c&d=e#f");"""
+    j("relative/path.png"); k("https://example.com/a?b=c&d=e#f");
+    l("/api/item/" + id + ".json"); m(base + "/suffix"); n("/cache?_=" +
+    Date.now());"""
     assert list(string_urls(js)) == [
         "/api/items.json",
         "https://cdn.example.com/x.png",
