@@ -3,11 +3,11 @@
     scripts/bench --extract        (or: python scripts/benchlib/extractbounds.py [--quick])
 
 Four documents, generated here (deterministic), each read by archiver's extractor as a crawl
-reads it (default caps: 10,000 links per document, 1,000 PDF pages, 10 s per PDF) and by a peer
+reads it (default caps: 10,000 links per document, 1,000 PDF pages, 10 s of CPU per PDF) and by a peer
 that reads the same format in full, in the same run:
 
 * a **50 MB PDF** (5,000 pages, one URI link annotation each, and a 45 MB stream): archiver's
-  reader runs in its child process (:mod:`archiver.extract.isolated`) under its deadline and
+  reader runs in its child process (:mod:`archiver.extract.isolated`) under its CPU budget and
   1 GiB address-space cap; the peer is pypdf reading every page's annotations in a child
   process with no limit. (In a crawl a PDF over the 8 MiB a fetch keeps for extraction is not
   read at all: logged ``pdf-not-read``.) Memory is the child's peak RSS.
