@@ -30,6 +30,7 @@ NAMES = (
     "feed",
     "json",
     "hls",
+    "dash",
     "pdf",
 )
 

@@ -105,6 +105,17 @@ def _documents(name: str) -> Iterator[bytes]:
             if value[:1] in (b"{", b"["):
                 yield value
         yield b'{"items": [{"url": "/a.html"}, "https:\\/\\/example.com\\/b", "\\u002Fc"]}'
+    elif name == "dash":
+        yield from filter(_has(b"<mpd"), literals("extract/test_extractors.py", "run/*.py"))
+        yield (  # one the oracle reads: segment lists, BaseURL at each level, no template
+            b'<MPD xmlns="urn:mpeg:dash:schema:mpd:2011" type="static"><BaseURL>media/</BaseURL>'
+            b'<Period><AdaptationSet><BaseURL>v/</BaseURL><Representation id="a" bandwidth="900">'
+            b'<SegmentList duration="2"><Initialization sourceURL="i.mp4"/>'
+            b'<SegmentURL media="1.m4s"/><SegmentURL media="2.m4s"/></SegmentList>'
+            b'</Representation><Representation id="b" '
+            b'bandwidth="90000000"><BaseURL>hi.mp4</BaseURL><SegmentBase/></Representation>'
+            b"</AdaptationSet></Period></MPD>"
+        )
     elif name == "hls":
         yield from filter(_has(b"#extm3u"), literals("extract/test_extractors.py", "run/*.py"))
     elif name == "pdf":
