@@ -3,7 +3,8 @@ text, read by pypdf.
 
 Oracles (the first byte chooses the form of the input):
 
-* a written PDF (even first byte): the rest of the input, cut at newlines, is up to four URIs;
+* a written PDF (even first byte): the rest of the input, cut at newlines, is up to four URIs
+  (printable ASCII, as the format requires of a URI action);
   pypdf's writer makes a PDF with one URI link annotation each (on two pages); reading it back
   must give exactly those URIs that resolve, resolved, in order, each once: what pypdf's own
   writer put there, read back through the reader;
@@ -43,7 +44,10 @@ def check(data: bytes) -> None:
     rest = source.rest()
     if mode & 1 == 0:
         uris = [piece.decode("latin-1") for piece in rest.split(b"\n")[:4]]
-        uris = [u for u in uris if u.isprintable() and u.strip() == u]
+        # a URI action's URI is 7-bit ASCII (ISO 32000-1 section 12.6.4.7); other text goes
+        # through PDFDocEncoding, where pypdf's writer keeps a leading "\xfe\xff" or
+        # "\xff\xfe" that its reader then takes for a UTF-16 byte-order mark
+        uris = [u for u in uris if u.isascii() and u.isprintable() and u.strip() == u]
         body = written(uris)
         found = extract_pdf(body, URL)
         agree(found.error is None, "a written PDF not read", found.error)
