@@ -41,7 +41,8 @@ _DURATION = re.compile(
 #: segments listed per representation at most, whatever the budget (a timeline's repeat count
 #: could otherwise name billions)
 MAX_SEGMENTS = 100_000
-_TEXT_ELEMENTS = frozenset({"BaseURL"})
+#: the elements that carry a BaseURL and segment information (ISO/IEC 23009-1 5.3, 5.6)
+_LEVELS = ("MPD", "Period", "AdaptationSet", "Representation")
 
 
 def is_mpd(body: bytes) -> bool:
@@ -124,13 +125,18 @@ class _MpdReader:
                     attrs.get("id", ""),
                     int(bandwidth) if bandwidth.isdigit() and len(bandwidth) < 16 else None,
                 )
-        elif local == "BaseURL":
+        elif local == "BaseURL" and self._in(*_LEVELS):
             self.text = []
         else:
             self._segment_information(local, attrs, parent)
 
     def _segment_information(self, local: str, attrs: dict[str, str], parent: _Level) -> None:
+        """Segment information where the schema puts it: ``SegmentTemplate``, ``SegmentList``
+        or ``SegmentBase`` in a period, an adaptation set or a representation; their
+        ``Initialization``, ``SegmentURL`` and timeline ``S`` inside them."""
         if local in ("SegmentTemplate", "SegmentList", "SegmentBase"):
+            if not self._in(*_LEVELS[1:]):
+                return
             inherited = parent.segments
             merged = dict(inherited.attrs) if inherited is not None else {}
             merged.update(attrs)
@@ -146,13 +152,15 @@ class _MpdReader:
             return
         if local == "S" and self._in("SegmentTimeline"):
             segments.timeline.append(_timeline_entry(attrs))
-        elif local == "Initialization" and attrs.get("sourceURL"):
-            segments.initialization = attrs["sourceURL"]
-        elif local == "SegmentURL" and attrs.get("media") and len(segments.media) < MAX_SEGMENTS:
+        elif local == "Initialization" and self._in("SegmentList", "SegmentBase"):
+            segments.initialization = attrs.get("sourceURL") or segments.initialization
+        elif local == "SegmentURL" and self._in("SegmentList") and attrs.get("media"):
             segments.media.append(attrs["media"])
+            del segments.media[MAX_SEGMENTS:]
 
-    def _in(self, local: str) -> bool:
-        return len(self.names) >= 2 and self.names[-2] == local
+    def _in(self, *parents: str) -> bool:
+        """Whether the element just started is a child of one of ``parents``."""
+        return len(self.names) >= 2 and self.names[-2] in parents
 
     def end(self, _name: str) -> None:
         local = self.names.pop()

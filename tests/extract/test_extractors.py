@@ -485,6 +485,17 @@ def test_dash_budget_live_manifests_and_durations() -> None:
     assert parse_duration("PT1H2M3.5S") == 3723.5 and parse_duration("P1D") == 86400
     assert parse_duration("bogus") is None
     assert extract_dash(b"<html/>", f"{E}/m.mpd").kind is None
+    # segment information and BaseURLs count only where the schema puts them
+    stray = (
+        b'<MPD xmlns="urn:mpeg:dash:schema:mpd:2011" type="static"><Period><AdaptationSet>'
+        b'<Representation id="a" bandwidth="9"><SegmentList><Initialization sourceURL="i.mp4"/>'
+        b'<SegmentURL media="1.m4s"/></SegmentList><X><SegmentBase/><BaseURL>no/</BaseURL></X>'
+        b"</Representation></AdaptationSet></Period></MPD>"
+    )
+    assert list(extract_dash(stray, f"{E}/v/m.mpd").links.requisites) == [
+        f"{E}/v/i.mp4",
+        f"{E}/v/1.m4s",
+    ]
 
 
 # ---------------------------------------------------------------------------------------------

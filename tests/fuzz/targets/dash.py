@@ -69,6 +69,9 @@ def tree_urls(document: bytes, max_bitrate: int) -> set[str] | None:
             if chosen is None:
                 continue
             base = _base(chosen, set_base)
+            kinds = [c for c in chosen if _local(c.tag) in ("SegmentList", "SegmentBase")]
+            if len(kinds) > 1:
+                return None  # the schema allows one: which wins is not the oracle's to say
             lists = _children(chosen, "SegmentList")
             if not lists:
                 for segment_base in _children(chosen, "SegmentBase"):

@@ -64,11 +64,13 @@ def library_urls(text: str, max_bitrate: int) -> set[str] | None:
                 refs.append(default.uri)
         refs += [k.uri for k in playlist.session_keys if k is not None and k.uri]
     else:
-        for segment in playlist.segments:
+        for segment in playlist.segments:  # maps and keys as they apply to each segment
             refs.append(segment.uri)
             if segment.init_section is not None and segment.init_section.uri:
                 refs.append(segment.init_section.uri)
-        refs += [k.uri for k in playlist.keys if k is not None and k.uri and k.method != "NONE"]
+            key = segment.key
+            if key is not None and key.uri and key.method != "NONE":
+                refs.append(key.uri)
     return {
         resolved
         for ref in refs
