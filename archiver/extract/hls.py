@@ -39,6 +39,7 @@ HLS_TYPES = frozenset(
 
 # section 4.2: AttributeName=AttributeValue, comma-separated; a quoted-string holds no quote,
 # CR or LF (and may hold commas)
+_DECIMAL = re.compile(r"(\d{1,15})(?:\.\d*)?")
 _ATTRIBUTE = re.compile(r'\s*([A-Z0-9-]+)=("[^"\r\n]*"|[^",\s]*)\s*(?:,|$)')
 
 
@@ -76,8 +77,10 @@ def _lines(text: str) -> Iterator[str]:
 
 
 def _bandwidth(attrs: dict[str, str]) -> int | None:
-    value = attrs.get("BANDWIDTH", "")
-    return int(value) if value.isdigit() and len(value) < 16 else None
+    """``BANDWIDTH``, a decimal-integer (section 4.3.4.2); one written with a fraction
+    (``4000000.0``) is read as players read it (hls.js's ``parseInt``), not as none."""
+    match = _DECIMAL.fullmatch(attrs.get("BANDWIDTH", ""))
+    return int(match.group(1)) if match else None
 
 
 @dataclass(frozen=True, slots=True)

@@ -395,6 +395,9 @@ def test_hls_master_one_variant_its_groups_and_session_key() -> None:
     ]
     low = extract_hls(MASTER, f"{E}/v/m.m3u8", limits=MediaLimits(max_bitrate=100))
     assert f"{E}/v/low/index.m3u8" in low.links.requisites
+    # a bandwidth written with a fraction is read as players read it
+    fraction = MASTER.replace(b"BANDWIDTH=20000000", b"BANDWIDTH=3000000.0")
+    assert f"{E}/v/hi/index.m3u8" in extract_hls(fraction, f"{E}/v/m.m3u8").links.requisites
 
 
 MEDIA = b"""#EXTM3U
