@@ -167,6 +167,8 @@ class Outcomes:
                     if status == 429
                     else FailReason.SERVER_ERROR.value,
                 )
+        if 400 <= status < 500 and item.found_by:
+            self._stats.client_error_of(item.found_by)
         self.fetch_log(item, ex, written, outcome="captured")
         return TaskResult(Outcome.DONE, status=status, retry_after=retry_after)
 
@@ -184,6 +186,8 @@ class Outcomes:
             "via": item.via,
             "retries": item.tries,
         }
+        if item.found_by:
+            event["found_by"] = item.found_by  # the extractor that found the URL
         if ex is not None:
             event.update(
                 status=ex.status,

@@ -27,6 +27,11 @@ NAMES = (
     "cdxj",
     "cookies",
     "ignores",
+    "feed",
+    "json",
+    "hls",
+    "dash",
+    "pdf",
 )
 
 
