@@ -313,6 +313,8 @@ class Crawler:
         self._busy += 1
         try:
             result = await pipeline.process(lease, captures)
+            if lease.item.is_seed and result.outcome is not Outcome.RETRY:
+                self.stats.seed_ended(captured=result.outcome is Outcome.DONE)
             if pipeline.limit is not None:
                 self._stop(STATUS_LIMIT, pipeline.limit)
             return result

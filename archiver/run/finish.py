@@ -94,7 +94,7 @@ def verdict(run: Run, stages: Stages, status: str, reason: str | None) -> tuple[
     """A completed crawl that archived nothing, or no page, says so."""
     if status != STATUS_COMPLETED:
         return status, reason
-    failed = _nothing_captured(run, stages)
+    failed = _nothing_captured(run, stages) or _no_seed_captured(run)
     if failed is not None:
         stages.log.error("crawl-error", error=failed)
         return STATUS_FAILED, failed
@@ -122,6 +122,22 @@ def _nothing_captured(run: Run, stages: Stages) -> str | None:
     return (
         f"nothing was captured{but}: every fetch failed ({counts}); see crawl.log.jsonl, "
         "fix the cause and run again with --overwrite"
+    )
+
+
+def _no_seed_captured(run: Run) -> str | None:
+    """A crawl none of whose seeds was captured failed (exit code 1), whatever ended them: a
+    seed robots.txt disallows or whose robots.txt cannot be fetched, an address the SSRF guard
+    refuses, a failed fetch. What a scheduled run was asked to archive is not in the archive,
+    and it must not report success."""
+    stats = run.stats
+    if not stats.seeds_ended or stats.seeds_captured or run.resumed or run.process_id is not None:
+        return None
+    ended = stats.skips + stats.failures
+    counts = ", ".join(f"{name}: {n}" for name, n in ended.most_common())
+    return (
+        f"no seed was captured ({counts}); see crawl.log.jsonl, fix the cause and run again "
+        "with --overwrite"
     )
 
 

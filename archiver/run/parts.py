@@ -14,7 +14,7 @@ from archiver.fetch.fetcher import Fetcher
 from archiver.frontier.base import Frontier
 from archiver.models import CrawlItem, Exchange
 from archiver.policy.ignores import Exclusions
-from archiver.policy.robots import RobotsReport, RobotsStats
+from archiver.policy.robots import RobotsReport, RobotsRules, RobotsStats
 from archiver.policy.scope import Scope
 from archiver.policy.sitemaps import SitemapPolicy
 from archiver.run.stats import CrawlStats
@@ -32,6 +32,8 @@ class RobotsChecker(Protocol):
     """What the crawler asks of robots.txt handling (see :mod:`archiver.policy.robots`)."""
 
     async def allowed(self, item: CrawlItem, fetch: ArchiveFetch) -> bool: ...
+
+    def cached(self, url: str) -> RobotsRules | None: ...
 
     def take_reports(self) -> list[RobotsReport]: ...
 

@@ -31,6 +31,7 @@ from archiver.errors import FetchError
 from archiver.frontier.base import Lease
 from archiver.models import CrawlItem, Exchange, SkipReason, TaskResult, WrittenCapture
 from archiver.policy import challenge
+from archiver.policy.robots import Verdict
 from archiver.policy.sitemaps import is_sitemap
 from archiver.run.discovery import Discovery
 from archiver.run.outcomes import Outcomes
@@ -97,6 +98,8 @@ class Pipeline:
         if not await self._robots_allow(lease, captures):
             self._unreserve(counts_as_page)
             # unsent unless robots.txt itself was fetched in this lease
+            if self._robots_unreachable(item.url):
+                return self.outcomes.robots_unreachable(item, unsent=not captures)
             return self.outcomes.skipped(item, SkipReason.ROBOTS, unsent=not captures)
         browsing = self.browsing
         if browsing is None:
@@ -197,6 +200,14 @@ class Pipeline:
         allowed = await robots.allowed(item, lambda url: self._fetch_archived(url, captures))
         await self._robots_reports()
         return allowed
+
+    def _robots_unreachable(self, url: str) -> bool:
+        """Whether the refusal came from an unreachable robots.txt (RFC 9309 section 2.3.1.4:
+        a 5xx, a network or protocol error): the rules are unknown, which is a failure to
+        fetch the URL, not a policy that excludes it."""
+        robots = self.parts.robots
+        rules = robots.cached(url) if robots is not None else None
+        return rules is not None and rules.verdict is Verdict.UNREACHABLE
 
     async def _robots_reports(self) -> None:
         """Log what robots.txt fetches found and queue the sitemaps they list."""

@@ -399,13 +399,15 @@ async def test_robots_txt_timing_out_means_no_page_is_requested(
         out, raw_server, "/", "/page", robots="obey", fetch_timeout=0.5, read_timeout=AN_HOUR
     )
 
-    assert result.status == "completed"
+    # RFC 9309 section 2.3.1.4: complete disallow, so neither seed is fetched; the rules are
+    # unknown, so both failed, and a crawl that archived nothing exits 1
+    assert (result.status, result.exit_code) == ("failed", 1)
     assert requested_paths(raw_server) == ["/robots.txt"]
-    assert result.summary["skips"] == {"robots": 2}
+    assert result.summary["failures"] == {"robots-unreachable": 2}
     assert result.summary["robots"]["fetches"] == 1
     assert result.summary["robots"]["unreachable"] == 1
-    skipped = {e["url"] for e in log_events(out, "skip") if e["reason"] == "robots"}
-    assert skipped == {raw_server.url("/"), raw_server.url("/page")}
+    failed = {e["url"] for e in log_events(out, "fetch") if e["reason"] == "robots-unreachable"}
+    assert failed == {raw_server.url("/"), raw_server.url("/page")}
     (report,) = log_events(out, "robots")
     assert report["verdict"] == "unreachable"
     robots_records = responses(out / "warcs", raw_server.url("/robots.txt"))
