@@ -111,7 +111,7 @@ class WarcBuilder:
         if warcinfo:
             self.add(
                 "warcinfo",
-                b"software: test\r\nformat: WARC File Format 1.1\r\n",
+                b"software: archiver/0 (the suite's builder)\r\nformat: WARC File Format 1.1\r\n",
                 fields=[("WARC-Filename", name)],
                 content_type="application/warc-fields",
             )
@@ -343,16 +343,22 @@ def test_whole_file_gzip_is_detected(tmp_path: Path) -> None:
 
 
 def test_wrong_content_length_is_a_malformed_record(tmp_path: Path) -> None:
+    """A Content-Length one too long takes a byte of the CRLF CRLF into the block: what is
+    left is still only line ends, which warcio and FastWARC read as the record's end (a quirk,
+    kept as a warning); one too short leaves a byte of the block where line ends must be."""
     _, record = warc_record("resource", b"hello world", uri="http://example.com/")
     longer = record.replace(b"Content-Length: 11", b"Content-Length: 12")
+    path = tmp_path / NAME
+    path.write_bytes(WarcBuilder().data() + gz(longer))
+    last = records_of(path)[-1]
+    assert isinstance(last, RecordInfo)
+    assert last.quirks == ("the block is followed by b'\\n\\r\\n', not CRLF CRLF",)
     shorter = record.replace(b"Content-Length: 11", b"Content-Length: 10")
-    for data, words in ((longer, "CRLF CRLF"), (shorter, "CRLF CRLF")):
-        path = tmp_path / NAME
-        path.write_bytes(WarcBuilder().data() + gz(data))
-        damage = records_of(path)[-1]
-        assert isinstance(damage, Damage)
-        assert damage.kind is DamageKind.RECORD
-        assert words in damage.reason
+    path.write_bytes(WarcBuilder().data() + gz(shorter))
+    damage = records_of(path)[-1]
+    assert isinstance(damage, Damage)
+    assert damage.kind is DamageKind.RECORD
+    assert "not followed by CRLF CRLF" in damage.reason
     missing = record.replace(b"Content-Length: 11\r\n", b"")
     path.write_bytes(gz(missing))
     damage = records_of(path)[0]
