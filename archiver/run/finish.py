@@ -48,7 +48,7 @@ from archiver.run.output import (
 from archiver.run.resume import close_abandoned
 from archiver.run.wiring import Run, Stages
 from archiver.version import __version__
-from archiver.warc.naming import warc_files
+from archiver.warc.naming import archive_files, warc_files
 
 EXIT_OK = 0
 EXIT_FAILED = 1
@@ -421,13 +421,19 @@ def already_completed(layout: Layout) -> CrawlResult:
 
 
 def index_paths(
-    paths: Iterable[Path], output: Path | None = None, *, cdx11: bool = False
+    paths: Iterable[Path],
+    output: Path | None = None,
+    *,
+    cdx11: bool = False,
+    report: cdxj.ScanReport | None = None,
 ) -> tuple[int, Path]:
     """``archiver index``: one sorted CDXJ over crawl directories and/or WARC files.
 
     Crawl directories contribute their writers' journals (abandoned ``.open`` files are closed
-    first); WARC files without a journal are read record by record. File names in the index are
-    base names: the WARC files of all the inputs belong in one archive directory for replay.
+    first); WARC and ARC files without a journal (any other directory's ``*.warc.gz``,
+    ``*.warc``, ``*.arc.gz``, ``*.arc``) are read record by record, and what that left out goes
+    to ``report``. File names in the index are base names: the WARC files of all the inputs
+    belong in one archive directory for replay.
     """
     paths = list(paths)
     if not paths:
@@ -444,7 +450,7 @@ def index_paths(
             }
             loose += [warc for warc in warc_files(path / "warcs") if warc.name not in journaled]
         elif path.is_dir():
-            loose += warc_files(path)
+            loose += archive_files(path)
         else:
             loose.append(path)
     if output is None:
@@ -455,6 +461,7 @@ def index_paths(
         output,
         warcs=loose,
         cdx11=output.with_suffix(".cdx") if cdx11 else None,
+        report=report,
     )
     return count, output
 
