@@ -28,6 +28,7 @@ FILEDESC = "filedesc://"
 #: An archive date: 14 digits (``yyyyMMddHHmmss``), some writers 12 or up to 17.
 _DATE = re.compile(r"\d{12,18}\Z")
 _LENGTH = re.compile(r"\d{1,19}\Z")
+_CONTROL = re.compile(r"[\x00-\x1f\x7f]")
 #: The longest header line read as one (URLs are long, but not this long).
 MAX_LINE = 64 << 10
 
@@ -90,8 +91,8 @@ def parse_header_line(line: bytes) -> ArcHeader:
         if not _LENGTH.match(length):
             raise ArcLengthError(f"ARC record with Archive-length {length[:20]!r}")
         url = " ".join(tokens[: len(tokens) - count + 1])
-        if not url:
-            break
+        if not url or _CONTROL.search(url):
+            break  # no URL holds a control character (nor starts a gzip member, 0x1f 0x8b)
         return ArcHeader(
             version=version,
             url=url,
