@@ -208,6 +208,8 @@ class Damage:
     reason: str
     head: RecordHead | None = None
     resumed: int | None = None
+    #: a resynchronising walk found nothing more to read: ``resumed`` is the file's end
+    last: bool = False
 
     def __str__(self) -> str:
         return f"offset {self.offset}: {self.reason}"
@@ -217,7 +219,10 @@ class Damage:
         """What a resynchronising walk left out, in words (empty when it stopped)."""
         if self.resumed is None:
             return ""
-        return f"{self.resumed - self.offset} bytes left out, read on at offset {self.resumed}"
+        size = self.resumed - self.offset
+        if self.last:
+            return f"{size} bytes left out, to the end of the file"
+        return f"{size} bytes left out, read on at offset {self.resumed}"
 
 
 class _RecordError(Exception):
@@ -539,7 +544,9 @@ def _walk_gzip(src: _Region, on_block: Sinks, resync: bool) -> Iterator[RecordIn
 def _resumed(damage: Damage, src: _Region, found: int | None, resync: bool) -> Damage:
     if not resync:
         return damage
-    return Damage(damage.offset, damage.kind, damage.reason, damage.head, found or src.end)
+    last = found is None or found >= src.end
+    resumed = src.end if found is None else found
+    return Damage(damage.offset, damage.kind, damage.reason, damage.head, resumed, last)
 
 
 def _member(src: _Region, start: int, on_block: Sinks) -> RecordInfo | tuple[Damage, bool]:
@@ -547,6 +554,7 @@ def _member(src: _Region, start: int, on_block: Sinks) -> RecordInfo | tuple[Dam
     whole, so the walk may go on at its end, where ``src`` is left)."""
     inflater = zlib.decompressobj(wbits=31)
     parser = _RecordParser(start, on_block)
+    ended = False  # the member's end was reached and ``src`` left there
     try:
         while not inflater.eof:
             piece = src.view(FEED_SIZE)
@@ -562,6 +570,7 @@ def _member(src: _Region, start: int, on_block: Sinks) -> RecordInfo | tuple[Dam
                 parser.feed_member(inflater.decompress(inflater.unconsumed_tail, OUT_SIZE))
             if inflater.eof:  # the member ended inside this piece: the rest is the next one's
                 src.rewind(len(inflater.unused_data))
+                ended = True
         parser.finish()
     except zlib.error as exc:
         return Damage(start, DamageKind.CORRUPT, f"invalid gzip member: {exc}", parser.head), False
@@ -569,7 +578,7 @@ def _member(src: _Region, start: int, on_block: Sinks) -> RecordInfo | tuple[Dam
         # The record is parsed before zlib checks the CRC at the member's end: if the
         # member is corrupt, that is the cause to report, not the garbled header it produced.
         kind = DamageKind.RECORD if exc.kind is DamageKind.CUT else exc.kind
-        corrupt, whole = _rest_of_member(src, inflater)
+        corrupt, whole = (None, True) if ended else _rest_of_member(src, inflater)
         if corrupt is not None:
             return Damage(start, DamageKind.CORRUPT, corrupt, parser.head), False
         return Damage(start, kind, exc.reason, parser.head), whole
@@ -578,22 +587,20 @@ def _member(src: _Region, start: int, on_block: Sinks) -> RecordInfo | tuple[Dam
 
 def _rest_of_member(src: _Region, inflater: zlib._Decompress) -> tuple[str | None, bool]:
     """Inflate the rest of a member, output discarded: (why it is invalid gzip or None, whether
-    it reached its end, ``src`` left there)."""
+    it reached its end, ``src`` left there: the bytes zlib read past it given back)."""
     try:
-        while inflater.unconsumed_tail and not inflater.eof:
-            inflater.decompress(inflater.unconsumed_tail, OUT_SIZE)
         while not inflater.eof:
+            if inflater.unconsumed_tail:
+                inflater.decompress(inflater.unconsumed_tail, OUT_SIZE)
+                continue
             piece = src.view(FEED_SIZE)
             if not piece:
                 return None, False
             src.advance(len(piece))
             inflater.decompress(piece, OUT_SIZE)
-            while inflater.unconsumed_tail and not inflater.eof:
-                inflater.decompress(inflater.unconsumed_tail, OUT_SIZE)
-            if inflater.eof:
-                src.rewind(len(inflater.unused_data))
     except zlib.error as exc:
         return f"invalid gzip member: {exc}", False
+    src.rewind(len(inflater.unused_data))
     return None, True
 
 

@@ -26,7 +26,14 @@ import zlib
 from pathlib import Path
 
 from archiver.errors import WarcFormatError
-from archiver.warc.reader import Damage, RecordHead, RecordInfo, _walk, read_record_at
+from archiver.warc.reader import (
+    Damage,
+    DamageKind,
+    RecordHead,
+    RecordInfo,
+    _walk,
+    read_record_at,
+)
 from tests.fuzz.harness import Bytes, Target, agree
 from tests.fuzz.targets.warc import (
     _SCRATCH,
@@ -135,6 +142,10 @@ def check(data: bytes) -> None:
             assert item.resumed is not None
             end = item.resumed
     agree(end == len(file), "bytes not accounted for", end, len(file))
+    if file[:2] == b"\x1f\x8b":
+        for item in items:
+            if isinstance(item, Damage):
+                _nothing_readable_left_out(file, item)
     strict = _walk_all(file, resync=False)
     first = next((i for i, item in enumerate(items) if isinstance(item, Damage)), len(items))
     agree(
@@ -147,6 +158,36 @@ def check(data: bytes) -> None:
         _read_back(file, records)
     if first == len(items) and records:
         _compare(file, records)
+
+
+def _nothing_readable_left_out(file: bytes, damage: Damage) -> None:
+    """A damaged member that is whole by zlib alone is left out to its end, no further; after
+    one that is not, no member inside the region left out is whole and one record warcio
+    reads: reading goes on at the first such member."""
+    assert damage.resumed is not None
+    inflater = zlib.decompressobj(31)
+    try:
+        inflater.decompress(file[damage.offset :])
+    except zlib.error:
+        pass
+    else:
+        if inflater.eof and damage.kind in (DamageKind.RECORD, DamageKind.MULTI):
+            end = len(file) - len(inflater.unused_data)
+            agree(damage.resumed == end, "reading did not go on at the member's end", damage, end)
+            return
+    at = file.find(b"\x1f\x8b\x08", damage.offset + 1)
+    while 0 <= at < damage.resumed:
+        inflater = zlib.decompressobj(31)
+        try:
+            data = inflater.decompress(file[at:])
+        except zlib.error:
+            data = b""
+        # a version line warcio reads by its prefix ("WARC/1.1tent") is no record start
+        if inflater.eof and data.startswith((b"WARC/1.0\r\n", b"WARC/1.1\r\n")):
+            member = file[at : len(file) - len(inflater.unused_data)]
+            warcio, _ = _theirs(member)
+            agree(not warcio or len(warcio) != 1, "a readable member left out", damage, at)
+        at = file.find(b"\x1f\x8b\x08", at + 1)
 
 
 def _read_back(file: bytes, records: list[RecordInfo]) -> None:
