@@ -17,6 +17,7 @@ import gc
 import hashlib
 import io
 import json
+import shlex
 import warnings
 from pathlib import Path
 from typing import Any
@@ -33,8 +34,9 @@ from archiver.dedup.sources import canonical_digest
 from archiver.index.cdxj import ScanReport, scan_warc
 from archiver.warc.reader import Damage, RecordInfo, iter_records
 from tests.conftest import run_crawl
-from tests.support.foreign import CORPUS, ForeignFile, build
+from tests.support.foreign import CORPUS, ForeignFile, build, local_site
 from tests.support.site import SiteServer
+from tests.support.tools import REPO_ROOT
 from tests.support.warcs import read_records
 
 #: The digest of no bytes: what cdxj-indexer 1.5.0 writes for a record without a payload digest.
@@ -310,3 +312,32 @@ async def _dedup_against(
 def _payload(corpus: Path, fields: dict[str, str]) -> bytes:
     """The payload bytes of an index line's record, as warcio reads them (de-chunked)."""
     return warcio_payload(corpus / fields["filename"], int(fields["offset"]))
+
+
+def test_the_documented_command_lines_run_as_written(
+    corpus: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """docs/foreign-files.md's three command lines, as written (the site's URL substituted),
+    on a collection of warcprox's and ARC files: each exits 0, and the crawl stores the image
+    warcprox recorded as a revisit of warcprox's record."""
+    doc = (REPO_ROOT / "docs" / "foreign-files.md").read_text(encoding="utf-8")
+    block = doc.split("<!-- foreign-commands -->", 1)[1].split("```sh\n", 1)[1]
+    lines = block.split("```", 1)[0].strip().splitlines()
+    assert [line.split()[1] for line in lines] == ["index", "verify", "crawl"]
+    collection = tmp_path / "collection"
+    collection.mkdir()
+    for name in ("warcprox.warc.gz", "pywb-example.arc.gz"):
+        (collection / name).write_bytes((corpus / name).read_bytes())
+    monkeypatch.chdir(tmp_path)
+    site = local_site()
+    with site.running_in_thread():
+        for line in lines:
+            argv = shlex.split(line.replace("https://example.com/", site.url("/")))
+            assert argv[0] == "archiver"
+            assert main(argv[1:]) == 0, line
+    revisits = [
+        r for r in read_records(tmp_path / "crawls" / "again" / "warcs") if r.type == "revisit"
+    ]
+    (image,) = [r for r in revisits if str(r.get("WARC-Target-URI")).endswith("/i.png")]
+    assert str(image.get("WARC-Refers-To-Target-URI")).endswith("/i.png")
+    assert image.get("WARC-Refers-To") is not None  # warcprox's record id
