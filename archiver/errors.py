@@ -12,6 +12,9 @@
     ├── FrontierError            the frontier backend failed (SQLite, Redis)
     │   └── FrontierUnavailableError  the backend cannot be reached (Redis down at start)
     ├── WarcFormatError          a WARC file is not what it should be (verify, repair, index)
+    ├── SigningError             a WACZ could not be signed (the signing server is down, slow
+    │                            or answered wrongly; the key cannot be used): left unsigned
+    ├── SignatureError           a WACZ signature does not hold (verify)
     └── FetchError               one fetch failed; ``reason`` is a :class:`models.FailReason`
         ├── BlockedAddressError  the connection would reach an address the SSRF guard refuses
         ├── ProtocolError        the server's bytes are not HTTP we can read (bad status line…)
@@ -61,6 +64,14 @@ class FrontierUnavailableError(FrontierError):
 
 class WarcFormatError(ArchiverError):
     """A WARC file is damaged or not a WARC file."""
+
+
+class SigningError(ArchiverError):
+    """A package could not be signed; the message says why in one line."""
+
+
+class SignatureError(ArchiverError):
+    """A signature does not verify; the message names the check that failed."""
 
 
 class FetchError(ArchiverError):

@@ -15,7 +15,7 @@ apt_install() {  # apt_install PACKAGE...: install Debian packages (root or sudo
     || die "apt-get install $* failed"
 }
 
-ensure_venv() {  # ensure_venv EXTRAS: .venv with archiver installed (editable) + extras
+ensure_venv() {  # ensure_venv EXTRAS: .venv with archiver installed (editable) + extras; once
   local extras="$1" python="${PYTHON:-python3}"
   command -v "$python" >/dev/null 2>&1 || die "'$python' not found: install Python >= 3.11"
   "$python" -c 'import sys; sys.exit(sys.version_info < (3, 11))' \
@@ -28,7 +28,26 @@ ensure_venv() {  # ensure_venv EXTRAS: .venv with archiver installed (editable) 
       "$python" -m venv .venv || die "'$python -m venv .venv' failed"
     fi
   fi
+  local stamp=.venv/.archiver-install want
+  want="$(install_key)" || die "cannot read pyproject.toml"
+  # Installed already, from this checkout, with these extras (or more), and pyproject.toml's
+  # [project] and [build-system] unchanged since: nothing to do, and no network needed.
+  if [ -f "$stamp" ] && { [ "$(cat "$stamp")" = "$want $extras" ] || [ "$(cat "$stamp")" = "$want dev" ]; }; then
+    return 0
+  fi
   log "installing archiver${extras:+ with [$extras]} into .venv"
+  rm -f "$stamp"
   .venv/bin/python -m pip install -q --disable-pip-version-check -e ".${extras:+[$extras]}" >&2 \
     || die "pip install failed (is PyPI reachable?)"
+  echo "$want $extras" >"$stamp"
+}
+
+install_key() {  # what an install depends on: this checkout's path and how it is packaged
+  .venv/bin/python - "$PWD" <<'PY'
+import hashlib, json, sys, tomllib
+with open("pyproject.toml", "rb") as fh:
+    data = tomllib.load(fh)
+packaging = json.dumps([sys.argv[1], data.get("project"), data.get("build-system")], sort_keys=True)
+print(hashlib.sha256(packaging.encode()).hexdigest())
+PY
 }

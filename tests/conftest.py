@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Iterator
 from pathlib import Path
 from typing import Any
 
@@ -10,6 +10,7 @@ import pytest
 
 from archiver.config.settings import Settings
 from archiver.run.crawler import Crawler, CrawlResult
+from tests.docs.shell import DocShell
 from tests.support.raw import RawServer
 from tests.support.site import SiteServer
 
@@ -48,3 +49,36 @@ def fast_settings(output: Path, *seeds: str, **overrides: Any) -> Settings:
 
 async def run_crawl(output: Path, *seeds: str, **overrides: Any) -> CrawlResult:
     return await Crawler(fast_settings(output, *seeds, **overrides)).run()
+
+
+# -------------------------------------------------- documented commands (tests/docs/registry.py)
+
+
+@pytest.fixture(scope="session")
+def doc() -> DocShell:
+    """Runs command lines of the documentation as written, recording which ran."""
+    return DocShell(set())
+
+
+@pytest.fixture(autouse=True)
+def _documented_commands_ran(request: pytest.FixtureRequest) -> Iterator[None]:
+    """A test marked ``documents(TEXT...)`` must have run each TEXT through ``doc`` by its end
+    (itself or through a fixture), or the marker would claim a test that does not exist."""
+    texts = [text for mark in request.node.iter_markers("documents") for text in mark.args]
+    if not texts:
+        yield
+        return
+    shell: DocShell = request.getfixturevalue("doc")
+    yield
+    if getattr(request.node, "call_failed", False):
+        return  # the test's own failure says more
+    missing = [text for text in texts if text not in shell.ran]
+    assert not missing, f"marked documents(...) but never ran through doc: {missing}"
+
+
+@pytest.hookimpl(wrapper=True)
+def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo[None]) -> Any:
+    report = yield
+    if report.when == "call" and report.failed:
+        item.call_failed = True  # type: ignore[attr-defined]
+    return report

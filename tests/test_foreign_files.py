@@ -17,7 +17,6 @@ import gc
 import hashlib
 import io
 import json
-import shlex
 import warnings
 from pathlib import Path
 from typing import Any
@@ -34,9 +33,10 @@ from archiver.dedup.sources import canonical_digest
 from archiver.index.cdxj import ScanReport, scan_warc
 from archiver.warc.reader import Damage, RecordInfo, iter_records
 from tests.conftest import run_crawl
+from tests.docs.registry import documents
+from tests.docs.shell import DocShell, workdir
 from tests.support.foreign import CORPUS, ForeignFile, build, local_site
 from tests.support.site import SiteServer
-from tests.support.tools import REPO_ROOT
 from tests.support.warcs import read_records
 
 #: The digest of no bytes: what cdxj-indexer 1.5.0 writes for a record without a payload digest.
@@ -314,30 +314,38 @@ def _payload(corpus: Path, fields: dict[str, str]) -> bytes:
     return warcio_payload(corpus / fields["filename"], int(fields["offset"]))
 
 
+INDEX = "archiver index collection/ -o collection/index.cdxj"
+VERIFY = "archiver verify collection/ --index collection/index.cdxj"
+DEDUP = (
+    "archiver crawl https://example.com/ --output crawls/again --dedup-from collection/index.cdxj"
+)
+
+
+@documents(INDEX, VERIFY, DEDUP)
 def test_the_documented_command_lines_run_as_written(
-    corpus: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+    corpus: Path, tmp_path: Path, doc: DocShell
 ) -> None:
-    """docs/foreign-files.md's three command lines, as written (the site's URL substituted),
-    on a collection of warcprox's and ARC files: each exits 0, and the crawl stores the image
-    warcprox recorded as a revisit of warcprox's record."""
-    doc = (REPO_ROOT / "docs" / "foreign-files.md").read_text(encoding="utf-8")
-    block = doc.split("<!-- foreign-commands -->", 1)[1].split("```sh\n", 1)[1]
-    lines = block.split("```", 1)[0].strip().splitlines()
-    assert [line.split()[1] for line in lines] == ["index", "verify", "crawl"]
-    collection = tmp_path / "collection"
+    """docs/foreign-files.md's three command lines (README's first), as written, on a
+    collection of warcprox's and ARC files: each exits 0, the index covers both files, verify
+    says OK, and the crawl stores the image warcprox recorded as a revisit of its record."""
+    cwd = workdir(tmp_path)
+    collection = cwd / "collection"
     collection.mkdir()
     for name in ("warcprox.warc.gz", "pywb-example.arc.gz"):
         (collection / name).write_bytes((corpus / name).read_bytes())
-    monkeypatch.chdir(tmp_path)
+    indexed = doc.run(INDEX, cwd=cwd)
+    assert indexed.returncode == 0, indexed.stderr
+    names = {
+        _fields(line)["filename"] for line in (collection / "index.cdxj").read_text().splitlines()
+    }
+    assert names == {"warcprox.warc.gz", "pywb-example.arc.gz"}
+    checked = doc.run(VERIFY, cwd=cwd)
+    assert checked.returncode == 0 and checked.stdout.rstrip().endswith("VERIFY OK"), checked.stdout
     site = local_site()
     with site.running_in_thread():
-        for line in lines:
-            argv = shlex.split(line.replace("https://example.com/", site.url("/")))
-            assert argv[0] == "archiver"
-            assert main(argv[1:]) == 0, line
-    revisits = [
-        r for r in read_records(tmp_path / "crawls" / "again" / "warcs") if r.type == "revisit"
-    ]
+        crawled = doc.run(DEDUP, cwd=cwd, replace={"https://example.com/": site.url("/")})
+    assert crawled.returncode == 0, crawled.stderr
+    revisits = [r for r in read_records(cwd / "crawls" / "again" / "warcs") if r.type == "revisit"]
     (image,) = [r for r in revisits if str(r.get("WARC-Target-URI")).endswith("/i.png")]
     assert str(image.get("WARC-Refers-To-Target-URI")).endswith("/i.png")
     assert image.get("WARC-Refers-To") is not None  # warcprox's record id

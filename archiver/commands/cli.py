@@ -24,19 +24,20 @@ from typing import TYPE_CHECKING, Any, NoReturn
 from archiver.commands.progress import Display
 from archiver.config.assemble import software_string
 from archiver.config.settings import Settings, load_settings, option_name, setting_fields
-from archiver.errors import ArchiverError, LockedError, SettingsError
+from archiver.errors import ArchiverError, LockedError, SettingsError, SignatureError
+from archiver.processes.keeper import die_with_parent
+from archiver.processes.supervisor import CHILD_COMMAND, Supervisor, read_child_message
 from archiver.run.crawler import (
     EXIT_FAILED,
     EXIT_INTERRUPTED,
     EXIT_LOCKED,
     EXIT_OK,
     EXIT_USAGE,
+    CrawlControl,
     Crawler,
     CrawlResult,
 )
-from archiver.run.keeper import die_with_parent
-from archiver.run.stats import human_bytes
-from archiver.run.supervisor import CHILD_COMMAND, Supervisor, read_child_message
+from archiver.run.stats import Summary, human_bytes
 from archiver.version import __version__
 
 if TYPE_CHECKING:
@@ -197,18 +198,30 @@ def build_parser() -> argparse.ArgumentParser:
 
     ver = sub.add_parser(
         "verify",
-        help="check WARC files and their index",
+        help="check WARC files and their index, or a WACZ package and its signature",
         description=(
             "Walk every gzip member and record of every WARC and ARC file under DIR, going on "
             "after a damaged one; recompute block and payload digests (payload: transfer coding "
             "removed, content coding kept); judge every file by WARC 1.x (its own version) and "
             "the files archiver wrote by archiver's own rules too; check that every index line "
-            "points at its record."
+            "points at its record. Given a .wacz file: check every file's sha256 against "
+            "datapackage.json, datapackage.json against datapackage-digest.json, and the "
+            "signature, and say who signed and when."
         ),
     )
-    ver.add_argument("paths", nargs="+", metavar="PATH", help="crawl directory, WARC dir or files")
+    ver.add_argument(
+        "paths", nargs="+", metavar="PATH", help="crawl directory, WARC dir or files, or .wacz"
+    )
     ver.add_argument(
         "--index", metavar="FILE", help="CDXJ index to check (default: DIR/index.cdxj)"
+    )
+    ver.add_argument(
+        "--trusted-roots",
+        metavar="FILE",
+        help=(
+            "PEM file of root certificates to trust for domain signatures and time stamps "
+            "(default: authsign's roots only: Let's Encrypt, FreeTSA, DigiCert)"
+        ),
     )
     ver.add_argument("--json", action="store_true", help="print the report as JSON (default: text)")
     ver.add_argument(
@@ -217,6 +230,18 @@ def build_parser() -> argparse.ArgumentParser:
         help="judge every file by archiver's own stricter rules too (WARC/1.1 only, warcinfo "
         "first, each response followed by its request); default: only the files archiver wrote",
     )
+
+    keygen = sub.add_parser(
+        "keygen",
+        help="make a key to sign WACZ packages with (--wacz-sign-key)",
+        description=(
+            "Write a new ECDSA P-384 private key to FILE (PEM, mode 0600, never over an "
+            "existing file) and its public key to FILE.pub, and print the public key's sha-256 "
+            "fingerprint. Packages signed with it carry the public key (the anonymous identity "
+            "of WACZ signing): publish the fingerprint so readers can tell the key is yours."
+        ),
+    )
+    keygen.add_argument("path", metavar="FILE", help="private key file to create")
 
     wz = sub.add_parser(
         "wacz",
@@ -346,7 +371,7 @@ async def _run_crawl(settings: Settings, display: Display) -> CrawlResult:
 
 
 async def _run_crawler(settings: Settings, display: Display) -> CrawlResult:
-    crawler: Crawler | Supervisor
+    crawler: CrawlControl
     if settings.processes > 1:
         crawler = Supervisor(settings, console=display.log_stream)
     else:
@@ -356,7 +381,7 @@ async def _run_crawler(settings: Settings, display: Display) -> CrawlResult:
     return await _run_with_signals(crawler, display)
 
 
-async def _run_with_signals(crawler: Crawler | Supervisor, display: Display) -> CrawlResult:
+async def _run_with_signals(crawler: CrawlControl, display: Display) -> CrawlResult:
     """Run ``crawler`` with the progress display; SIGINT and SIGTERM stop it (the first
     gracefully, the second at once)."""
     loop = asyncio.get_running_loop()
@@ -392,7 +417,7 @@ async def _run_with_signals(crawler: Crawler | Supervisor, display: Display) -> 
             loop.remove_signal_handler(sig)
 
 
-def _status_server(crawler: Crawler | Supervisor, settings: Settings) -> Any:
+def _status_server(crawler: CrawlControl, settings: Settings) -> Any:
     """The status endpoint's server while the crawl runs (``--status-port``), or nothing; the
     endpoint's modules (prometheus-client, aiohttp.web) are loaded only when asked for."""
     if settings.status_port is None:
@@ -418,14 +443,14 @@ def _run(coro: Any) -> Any:
 
 def final_line(result: CrawlResult) -> str:
     """The one line ``--quiet`` prints: how the crawl ended, what it wrote, where."""
-    s = result.summary
     reason = f" ({result.reason})" if result.reason else ""
-    counts = (
-        f": {s.get('captures', 0)} captures, {human_bytes(s.get('bytes_written', 0))} of WARC "
-        f"in {s.get('duration_seconds', 0):.1f} s"
-        if s
-        else ""
-    )
+    counts = ""
+    if result.summary:
+        s = Summary.from_json(result.summary)
+        counts = (
+            f": {s.captures} captures, {human_bytes(s.bytes_written)} of WARC "
+            f"in {s.duration_seconds:.1f} s"
+        )
     return f"archiver: {result.status}{reason}{counts} -> {result.output}"
 
 
@@ -442,7 +467,7 @@ def cmd_crawl(args: argparse.Namespace) -> int:
 
 def crawl_process(argv: Sequence[str]) -> int:
     """``archiver crawl-process --parent PID``: one crawler process of ``--processes N``,
-    started by its supervisor (:mod:`archiver.run.supervisor`), never by hand.
+    started by its supervisor (:mod:`archiver.processes.supervisor`), never by hand.
 
     Its settings and name come on standard input, which then stays open: EOF means the
     supervisor is gone. The kernel also sends SIGTERM then (prctl(2) ``PR_SET_PDEATHSIG``, set
@@ -533,6 +558,8 @@ def cmd_verify(args: argparse.Namespace) -> int:
     from archiver.commands import verify  # noqa: PLC0415
 
     paths = [Path(p) for p in args.paths]
+    if any(p.suffix == ".wacz" for p in paths):
+        return verify_packages(paths, args)
     index_path = Path(args.index) if args.index else None
     if index_path is None and len(paths) == 1 and (paths[0] / "index.cdxj").exists():
         index_path = paths[0] / "index.cdxj"
@@ -543,6 +570,39 @@ def cmd_verify(args: argparse.Namespace) -> int:
     else:
         print(verify.render(report))
     return EXIT_OK if report.ok else EXIT_FAILED
+
+
+def verify_packages(paths: list[Path], args: argparse.Namespace) -> int:
+    """``archiver verify PACKAGE.wacz...`` (:mod:`archiver.index.waczcheck`)."""
+    from archiver.index.waczcheck import render_wacz, verify_wacz, wacz_to_json  # noqa: PLC0415
+    from archiver.sign.certs import TrustedRoots  # noqa: PLC0415
+
+    others = [p for p in paths if p.suffix != ".wacz"]
+    if others:
+        raise SettingsError("verify", f"give .wacz files or WARC paths, not both: {others[0]}")
+    roots = TrustedRoots()
+    if args.trusted_roots:
+        try:
+            roots = roots.with_file(Path(args.trusted_roots))
+        except SignatureError as exc:
+            raise SettingsError("--trusted-roots", str(exc)) from None
+    reports = [verify_wacz(path, roots) for path in paths]
+    if args.json:
+        data = [wacz_to_json(r) for r in reports]
+        print(json.dumps(data[0] if len(data) == 1 else data, indent=2))
+    else:
+        print("\n".join(render_wacz(r) for r in reports))
+    return EXIT_OK if all(r.ok for r in reports) else EXIT_FAILED
+
+
+def cmd_keygen(args: argparse.Namespace) -> int:
+    from archiver.sign.keys import write_new_key  # noqa: PLC0415
+
+    path = Path(args.path)
+    key = write_new_key(path)
+    print(f"archiver: wrote the private key {path} (ECDSA P-384; keep it secret) and {path}.pub")
+    print(f"public key sha-256 fingerprint: {key.fingerprint}")
+    return EXIT_OK
 
 
 def cmd_report(args: argparse.Namespace) -> int:
@@ -594,6 +654,7 @@ COMMANDS = {
     "crawl": cmd_crawl,
     "index": cmd_index,
     "verify": cmd_verify,
+    "keygen": cmd_keygen,
     "report": cmd_report,
     "wacz": cmd_wacz,
     "replay": cmd_replay,

@@ -1,9 +1,10 @@
 """What a crawl shows while it runs and when it ends: a live display on a terminal, a JSON
 stats line every few seconds otherwise, and the summary tables at the end.
 
-The display polls :meth:`archiver.run.crawler.Crawler.snapshot` (a cheap, JSON-ready dict) from a
-coroutine every half second; the crawler knows nothing about it, so there are no callbacks into
-the crawl and a slow terminal cannot slow a worker down. Where it goes:
+The display polls the crawl's :meth:`~archiver.run.crawler.CrawlControl.snapshot` (a cheap,
+frozen :class:`~archiver.run.stats.Snapshot`) from a coroutine every half second; the crawler
+knows nothing about it, so there are no callbacks into the crawl and a slow terminal cannot slow
+a worker down. Where it goes:
 
 - ``--quiet``: nothing.
 - a terminal (``--progress auto``) or ``--progress on``: a rich ``Live`` panel on stderr,
@@ -39,7 +40,7 @@ from rich.progress_bar import ProgressBar
 from rich.table import Table
 from rich.text import Text
 
-from archiver.run.stats import human_bytes
+from archiver.run.stats import BrowserSnapshot, Snapshot, Summary, human_bytes
 
 if TYPE_CHECKING:
     from archiver.config.settings import Settings
@@ -67,9 +68,9 @@ RESULT_STYLES = {
 
 
 class SnapshotSource(Protocol):
-    """What the display polls: :class:`archiver.run.crawler.Crawler` satisfies it."""
+    """What the display polls: a :class:`archiver.run.crawler.CrawlControl` satisfies it."""
 
-    def snapshot(self) -> dict[str, Any]: ...
+    def snapshot(self) -> Snapshot: ...
 
 
 class Mode(enum.StrEnum):
@@ -101,10 +102,10 @@ def _iso_now() -> str:
     return time.strftime("%Y-%m-%dT%H:%M:%S", time.gmtime(now)) + f".{int(now % 1 * 1000):03d}Z"
 
 
-def stats_line(snapshot: Mapping[str, Any], *, now: str | None = None) -> str:
+def stats_line(snapshot: Snapshot, *, now: str | None = None) -> str:
     """The compact JSON stats line for one snapshot (no newline)."""
     data: dict[str, Any] = {"event": "stats", "timestamp": now or _iso_now()}
-    for key, value in snapshot.items():
+    for key, value in snapshot.to_json().items():
         data[key] = {str(host): count for host, count in value} if key == "top_hosts" else value
     return json.dumps(data, separators=(",", ":"), ensure_ascii=False, default=str)
 
@@ -144,20 +145,20 @@ def _counts(items: Mapping[str, int] | Sequence[Sequence[Any]], limit: int = 6) 
 
 
 def render_snapshot(
-    snapshot: Mapping[str, Any], *, title: str = "", rate_now: float | None = None
+    snapshot: Snapshot, *, title: str = "", rate_now: float | None = None
 ) -> RenderableType:
     """The live panel for one snapshot (pure: the tests render it into a recording console)."""
     s = snapshot
-    done, queued, in_flight = int(s.get("done", 0)), int(s.get("queued", 0)), s.get("in_flight", 0)
-    known = done + queued + int(in_flight)
+    done, queued, in_flight = s.done, s.queued, s.in_flight
+    known = done + queued + in_flight
     head = Text()
     head.append("archiver ", style="bold")
-    head.append("stopping… " if s.get("stopping") else "crawling ", style="yellow")
+    head.append("stopping… " if s.stopping else "crawling ", style="yellow")
     if title:
         head.append(title + "  ")
-    head.append(human_duration(float(s.get("elapsed", 0.0))), style="dim")
-    if "processes" in s:  # a crawl of several processes (--processes N): how many are running
-        head.append(f"  {s['processes']} processes", style="dim")
+    head.append(human_duration(s.elapsed), style="dim")
+    if s.processes is not None:  # a crawl of several processes (--processes N): how many run
+        head.append(f"  {s.processes} processes", style="dim")
 
     bar = Table.grid(padding=(0, 1))
     bar.add_row(
@@ -172,7 +173,7 @@ def render_snapshot(
         ),
     )
 
-    rate = Text.assemble((f"{s.get('pages_per_second', 0):.1f}", "bold"), " pages/s")
+    rate = Text.assemble((f"{s.pages_per_second:.1f}", "bold"), " pages/s")
     if rate_now is not None:
         rate.append(f" (now {rate_now:.1f})", style="dim")
 
@@ -182,11 +183,11 @@ def render_snapshot(
     grid.add_row(
         "pages",
         Text.assemble(
-            (str(s.get("pages", 0)), "bold"),
+            (str(s.pages), "bold"),
             "  captures ",
-            (str(s.get("captures", 0)), "bold"),
+            (str(s.captures), "bold"),
             "  revisits ",
-            (str(s.get("revisits", 0)), "bold"),
+            (str(s.revisits), "bold"),
             "  ",
             rate,
         ),
@@ -195,35 +196,34 @@ def render_snapshot(
         "bytes",
         Text.assemble(
             "received ",
-            (human_bytes(s.get("bytes_received", 0)), "bold"),
+            (human_bytes(s.bytes_received), "bold"),
             "  WARC written ",
-            (human_bytes(s.get("bytes_written", 0)), "bold"),
+            (human_bytes(s.bytes_written), "bold"),
         ),
     )
-    browser = s.get("browser")
-    if isinstance(browser, Mapping):
-        grid.add_row("browser", _browser_text(browser))
-    grid.add_row("WARC", Text(str(s.get("warc_file") or "-"), overflow="ellipsis"))
-    grid.add_row("status", _counts(s.get("by_status_class", {})))
-    grid.add_row("failed", _counts(s.get("failures", {})))
-    grid.add_row("skipped", _counts(s.get("skips", {})))
-    grid.add_row("hosts", _counts(s.get("top_hosts", []), TOP_HOSTS))
+    if s.browser is not None:
+        grid.add_row("browser", _browser_text(s.browser))
+    grid.add_row("WARC", Text(s.warc_file or "-", overflow="ellipsis"))
+    grid.add_row("status", _counts(s.by_status_class))
+    grid.add_row("failed", _counts(s.failures))
+    grid.add_row("skipped", _counts(s.skips))
+    grid.add_row("hosts", _counts(s.top_hosts, TOP_HOSTS))
     return Group(head, bar, grid)
 
 
-def _browser_text(browser: Mapping[str, Any]) -> Text:
+def _browser_text(browser: BrowserSnapshot) -> Text:
     """Pages through the browser, the requests they made, how many came from records."""
     text = Text.assemble(
-        (str(browser.get("pages", 0)), "bold"),
+        (str(browser.pages), "bold"),
         " pages  requests ",
-        (str(browser.get("requests", 0)), "bold"),
+        (str(browser.requests), "bold"),
         "  from records ",
-        (str(browser.get("from_records", 0)), "bold"),
+        (str(browser.from_records), "bold"),
     )
-    if browser.get("refused"):
-        text.append(f"  refused {browser['refused']}")
-    if browser.get("failed"):
-        text.append(f"  failed {browser['failed']}", style="red")
+    if browser.refused:
+        text.append(f"  refused {browser.refused}")
+    if browser.failed:
+        text.append(f"  failed {browser.failed}", style="red")
     return text
 
 
@@ -269,8 +269,8 @@ class Display:
             cast(IO[str], FileProxy(self.console, stream)) if self.mode is Mode.LIVE else stream
         )
 
-    def render(self, snapshot: Mapping[str, Any]) -> RenderableType:
-        rate_now = self._rate.add(self._clock(), int(snapshot.get("pages", 0)))
+    def render(self, snapshot: Snapshot) -> RenderableType:
+        rate_now = self._rate.add(self._clock(), snapshot.pages)
         return render_snapshot(snapshot, title=self.title, rate_now=rate_now)
 
     @contextlib.asynccontextmanager
@@ -365,69 +365,60 @@ def _table(
 
 def summary_renderable(result: CrawlResult) -> RenderableType:
     """The summary of a finished crawl, from ``result.summary`` (what summary.json holds)."""
-    s = result.summary
     status = result.status
     head = Text()
     head.append(f"archiver: {status}", style=RESULT_STYLES.get(status, "bold"))
     if result.reason:
         head.append(f" ({result.reason})")
-    if not s:
+    if not result.summary:
         return Group(head, _files(result))
-    duration = float(s.get("duration_seconds", 0.0))
+    s = Summary.from_json(result.summary)
+    duration = s.duration_seconds
     totals = Table.grid(padding=(0, 2))
     totals.add_column(style="bold blue", no_wrap=True)
     totals.add_column(justify="right", style="bold")
     totals.add_column(style="dim")
     totals.add_row("duration", f"{duration:.1f} s", human_duration(duration))
-    totals.add_row("pages", str(s.get("pages", 0)), f"{s.get('pages_per_second', 0):.1f} pages/s")
+    totals.add_row("pages", str(s.pages), f"{s.pages_per_second:.1f} pages/s")
     totals.add_row(
         "captures",
-        str(s.get("captures", 0)),
-        f"{s.get('captures_per_second', 0):.1f}/s, {_plural(int(s.get('revisits', 0)), 'revisit')}",
+        str(s.captures),
+        f"{s.captures_per_second:.1f}/s, {_plural(s.revisits, 'revisit')}",
     )
-    totals.add_row("received", human_bytes(s.get("bytes_received", 0)), "HTTP responses")
-    totals.add_row("written", human_bytes(s.get("bytes_written", 0)), "WARC files (gzip)")
+    totals.add_row("received", human_bytes(s.bytes_received), "HTTP responses")
+    totals.add_row("written", human_bytes(s.bytes_written), "WARC files (gzip)")
     totals.add_row(
-        "dedup saved",
-        human_bytes(s.get("dedup_bytes_saved", 0)),
-        "identical payloads stored as revisits",
+        "dedup saved", human_bytes(s.dedup_bytes_saved), "identical payloads stored as revisits"
     )
-    if s.get("retries"):
-        totals.add_row("retries", str(s["retries"]), "transient failures tried again")
-    browser = s.get("browser")
-    if isinstance(browser, Mapping):
+    if s.retries:
+        totals.add_row("retries", str(s.retries), "transient failures tried again")
+    if s.browser is not None:
         totals.add_row(
             "browser",
-            str(browser.get("pages", 0)),
-            f"pages; {browser.get('requests', 0)} requests, "
-            f"{browser.get('from_records', 0)} answered from records",
+            str(s.browser.pages),
+            f"pages; {s.browser.requests} requests, {s.browser.from_records} answered from records",
         )
 
     tables: list[RenderableType] = [
-        _table(
-            "Status",
-            list(s.get("by_status_class", {}).items()),
-            styles=STATUS_STYLES,
-        ),
-        _table("MIME types", list(s.get("by_mime", {}).items())),
-        _table("Hosts", list(s.get("by_host", {}).items())),
+        _table("Status", list(s.by_status_class.items()), styles=STATUS_STYLES),
+        _table("MIME types", list(s.by_mime.items())),
+        _table("Hosts", list(s.by_host.items())),
     ]
-    if s.get("failures"):
-        tables.append(_table("Failures", list(s["failures"].items())))
-    if s.get("skips"):
-        tables.append(_table("Skipped", list(s["skips"].items())))
-    if s.get("truncated"):
-        tables.append(_table("Truncated", list(s["truncated"].items())))
+    if s.failures:
+        tables.append(_table("Failures", list(s.failures.items())))
+    if s.skips:
+        tables.append(_table("Skipped", list(s.skips.items())))
+    if s.truncated:
+        tables.append(_table("Truncated", list(s.truncated.items())))
     parts: list[RenderableType] = [head, totals, Text(""), Columns(tables, padding=(0, 3))]
-    traps = s.get("traps") or []
-    if traps:
+    if s.traps:
         trap_table = Table(
             title="Traps", title_justify="left", title_style="bold", box=box.SIMPLE_HEAD
         )
         trap_table.add_column("kind")
         trap_table.add_column("pattern", overflow="fold")
         trap_table.add_column("URLs skipped", justify="right")
-        for trap in traps[:SUMMARY_ROWS]:
+        for trap in s.traps[:SUMMARY_ROWS]:
             trap_table.add_row(
                 str(trap.get("kind", "")), str(trap.get("pattern", "")), str(trap.get("skipped"))
             )

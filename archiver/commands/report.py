@@ -30,7 +30,7 @@ from pathlib import Path
 from typing import Any
 
 from archiver.errors import ArchiverError
-from archiver.run.stats import human_bytes
+from archiver.run.stats import BrowserSummary, Summary, human_bytes
 from archiver.version import __version__
 from archiver.warc.reader import read_prefix_at
 
@@ -325,10 +325,10 @@ def _examples(bucket: Mapping[str, list[Example]], counts: Mapping[str, int]) ->
     return "".join(blocks)
 
 
-def _file_rows(crawl_dir: Path, summary: Mapping[str, Any]) -> list[tuple[str, str, str]]:
+def _file_rows(crawl_dir: Path, summary: Summary) -> list[tuple[str, str, str]]:
     rows: list[tuple[str, str, str]] = []
-    for name in summary.get("warc_files", []):
-        rows.append(("WARC", str(name), _size(crawl_dir / str(name))))
+    for name in summary.warc_files:
+        rows.append(("WARC", name, _size(crawl_dir / name)))
     for label, name in (
         ("index (CDXJ)", "index.cdxj"),
         ("index (CDX)", "index.cdx"),
@@ -400,15 +400,15 @@ footer { color:var(--dim); text-align:center; font-size:12px; padding:16px; }
 """
 
 
-def render(crawl_dir: Path, summary: Mapping[str, Any], log: LogFindings | None) -> str:
+def render(crawl_dir: Path, summary: Summary, log: LogFindings | None) -> str:
     """The report's HTML text."""
     s = summary
-    seeds = [str(x) for x in s.get("seeds", [])]
-    status = str(s.get("status", "unknown"))
-    duration = float(s.get("duration_seconds", 0) or 0)
+    seeds = s.seeds
+    status = s.status or "unknown"
+    duration = s.duration_seconds
     title = seeds[0] if seeds else str(crawl_dir.name)
-    reason = f" — {s['reason']}" if s.get("reason") else ""
-    sections = [("Captures over time", time_chart(s.get("captures_over_time", []), duration))]
+    reason = f" — {s.reason}" if s.reason else ""
+    sections = [("Captures over time", time_chart(s.captures_over_time, duration))]
 
     def block(name: str, content: str) -> str:
         return f"<section><h2>{e(name)}</h2>{content}</section>"
@@ -425,45 +425,43 @@ def render(crawl_dir: Path, summary: Mapping[str, Any], log: LogFindings | None)
 <body>
 <header><h1>Crawl report <span class="badge {e(status)}">{e(status)}</span></h1>
 <div class="meta">seeds: {e(seeds_text)}{e(reason)}<br>
-started {e(s.get("started", "?"))} · {e(human_duration(duration))}{e(runs)} · output
-{e(s.get("output", crawl_dir))}</div></header>
+started {e(s.started or "?")} · {e(human_duration(duration))}{e(runs)} · output
+{e(s.output or crawl_dir)}</div></header>
 <main>
 <div class="cards">{_cards(s, duration)}</div>
 {"".join(block(n, c) for n, c in sections)}
 <div class="grid">{"".join(block(n, c) for n, c in _charts(s))}</div>
 {"".join(block(n, c) for n, c in _details(crawl_dir, s, log))}
 </main>
-<footer>archiver {e(s.get("version", __version__))} · report generated {e(generated)} by
+<footer>archiver {e(s.version or __version__)} · report generated {e(generated)} by
 archiver {e(__version__)}</footer>
 </body></html>
 """
 
 
-def _cards(s: Mapping[str, Any], duration: float) -> str:
+def _cards(s: Summary, duration: float) -> str:
     """The headline figures."""
-    failures: dict[str, int] = dict(s.get("failures", {}))
-    skips: dict[str, int] = dict(s.get("skips", {}))
     return "".join(
         [
-            _card("captures", f"{int(s.get('captures', 0)):,}", f"{s.get('revisits', 0)} revisits"),
-            _card("pages", f"{int(s.get('pages', 0)):,}", f"{s.get('pages_per_second', 0)} /s"),
-            _card("duration", human_duration(duration), str(s.get("started", ""))),
-            _card("received", human_bytes(int(s.get("bytes_received", 0)))),
-            _card("WARC written", human_bytes(int(s.get("bytes_written", 0)))),
-            _card("dedup saved", human_bytes(int(s.get("dedup_bytes_saved", 0)))),
-            _card("failures", f"{sum(failures.values()):,}", f"{s.get('retries', 0)} retries"),
-            _card("skipped", f"{sum(skips.values()):,}"),
+            _card("captures", f"{s.captures:,}", f"{s.revisits} revisits"),
+            _card("pages", f"{s.pages:,}", f"{s.pages_per_second} /s"),
+            _card("duration", human_duration(duration), s.started),
+            _card("received", human_bytes(s.bytes_received)),
+            _card("WARC written", human_bytes(s.bytes_written)),
+            _card("dedup saved", human_bytes(s.dedup_bytes_saved)),
+            _card("failures", f"{sum(s.failures.values()):,}", f"{s.retries} retries"),
+            _card("skipped", f"{sum(s.skips.values()):,}"),
         ]
     )
 
 
-def _charts(s: Mapping[str, Any]) -> list[tuple[str, str]]:
+def _charts(s: Summary) -> list[tuple[str, str]]:
     """Captures by status, MIME type and host; failures by reason."""
-    failures: dict[str, int] = dict(s.get("failures", {}))
-    by_status_class = [(str(k), int(v)) for k, v in s.get("by_status_class", {}).items()]
-    by_status = sorted(((str(k), int(v)) for k, v in s.get("by_status", {}).items()))
-    by_mime = [(str(k), int(v)) for k, v in s.get("by_mime", {}).items()]
-    by_host = [(str(k), int(v)) for k, v in s.get("by_host", {}).items()]
+    failures = dict(s.failures)
+    by_status_class = list(s.by_status_class.items())
+    by_status = sorted(s.by_status.items())
+    by_mime = list(s.by_mime.items())
+    by_host = list(s.by_host.items())
     return [
         (
             "Status",
@@ -481,22 +479,16 @@ def _charts(s: Mapping[str, Any]) -> list[tuple[str, str]]:
     ]
 
 
-def _details(
-    crawl_dir: Path, s: Mapping[str, Any], log: LogFindings | None
-) -> list[tuple[str, str]]:
+def _details(crawl_dir: Path, s: Summary, log: LogFindings | None) -> list[tuple[str, str]]:
     """The tables: largest resources, failed and skipped URLs, HTTP errors, traps, warnings,
     files written."""
-    failures: dict[str, int] = dict(s.get("failures", {}))
-    skips: dict[str, int] = dict(s.get("skips", {}))
+    failures, skips = dict(s.failures), dict(s.skips)
     largest_rows = [
-        (_url(str(item.get("url", ""))), e(item.get("mime") or ""), e(human_bytes(item["bytes"])))
-        for item in list(s.get("largest", []))
-        if isinstance(item, dict) and isinstance(item.get("bytes"), int)
+        (_url(item.url), e(item.mime), e(human_bytes(item.bytes))) for item in s.largest
     ]
     trap_rows = [
         (e(t.get("kind", "")), _url(str(t.get("pattern", ""))), e(t.get("skipped", "")))
-        for t in list(s.get("traps", []))
-        if isinstance(t, dict)
+        for t in s.traps
     ]
     sections = [
         ("Largest resources", _table(("URL", "MIME type", "size"), largest_rows, numeric=1)),
@@ -523,8 +515,8 @@ def _details(
         sections.append(
             ("Warnings and errors", f"<p>{counts}</p>" + _table(("level", "event", "detail"), rows))
         )
-    if isinstance(s.get("browser"), dict):
-        sections.append(("Browser", _browser(crawl_dir, s["browser"], log)))
+    if s.browser is not None:
+        sections.append(("Browser", _browser(crawl_dir, s.browser, log)))
     files = _table(
         ("kind", "file", "size"),
         ((e(k), _url(f), e(z)) for k, f, z in _file_rows(crawl_dir, s)),
@@ -534,19 +526,18 @@ def _details(
     return sections
 
 
-def _browser(crawl_dir: Path, browser: Mapping[str, Any], log: LogFindings | None) -> str:
+def _browser(crawl_dir: Path, browser: BrowserSummary, log: LogFindings | None) -> str:
     """What the browser did, and the screenshots (the first few shown, read from the WARC)."""
-    refused: dict[str, int] = dict(browser.get("refused", {}))
-    why: dict[str, int] = dict(browser.get("why", {}))
-    rows = [
-        ("pages loaded in the browser", browser.get("pages", 0)),
-        ("pages failed in the browser", browser.get("failed", 0)),
-        ("loads tried again", browser.get("retried", 0)),
-        ("requests the pages made", browser.get("requests", 0)),
-        ("answered from records already captured", browser.get("from_records", 0)),
-        ("fetched and recorded", browser.get("fetched", 0)),
+    refused, why = browser.refused, browser.why
+    rows: list[tuple[str, object]] = [
+        ("pages loaded in the browser", browser.pages),
+        ("pages failed in the browser", browser.failed),
+        ("loads tried again", browser.retried),
+        ("requests the pages made", browser.requests),
+        ("answered from records already captured", browser.from_records),
+        ("fetched and recorded", browser.fetched),
         ("refused", ", ".join(f"{k} {v}" for k, v in refused.items()) or 0),
-        ("screenshots", browser.get("screenshots", 0)),
+        ("screenshots", browser.screenshots),
         ("why pages went to the browser", ", ".join(f"{k} {v}" for k, v in why.items()) or "-"),
     ]
     text = _table(("", ""), ((e(k), e(v)) for k, v in rows))
@@ -619,7 +610,7 @@ def scan_logs(crawl_dir: Path) -> LogFindings | None:
 
 def write_report(crawl_dir: Path, output: Path) -> Path:
     """Write the HTML report of the crawl in ``crawl_dir`` to ``output``; returns ``output``."""
-    summary = read_summary(crawl_dir)
+    summary = Summary.from_json(read_summary(crawl_dir))
     text = render(crawl_dir, summary, scan_logs(crawl_dir))
     tmp = output.with_name(output.name + ".tmp")
     tmp.write_text(text, encoding="utf-8")

@@ -4,9 +4,9 @@ snapshot as JSON, and a health check, for the monitoring an archivist already ru
 
 ``GET /metrics``
     The Prometheus text exposition format, written by prometheus-client from one
-    :meth:`archiver.run.crawler.Crawler.snapshot`: counters for pages, captures, revisits, bytes
-    received and written, retries, responses by status class, errors and skips by reason, and
-    captures per host for the :data:`TOP_HOSTS` busiest hosts only (a crawl meets thousands of
+    :meth:`archiver.run.crawler.CrawlControl.snapshot`: counters for pages, captures, revisits,
+    bytes received and written, retries, responses by status class, errors and skips by reason,
+    and captures per host for the :data:`TOP_HOSTS` busiest hosts only (a crawl meets thousands of
     hosts; a label per host would swamp the scraper); gauges for the queue, the fetches in
     flight, the URLs seen, the seconds since the last progress.
 ``GET /status``
@@ -47,6 +47,7 @@ from prometheus_client.exposition import CONTENT_TYPE_LATEST, generate_latest
 from prometheus_client.registry import Collector, CollectorRegistry
 
 from archiver.errors import SettingsError
+from archiver.run.stats import Snapshot
 from archiver.version import __version__
 
 #: Hosts with a per-host counter: the busiest ones, as many as the snapshot's ``by_host`` has
@@ -57,17 +58,15 @@ SAMPLE_SECONDS = 1.0
 
 
 class SnapshotSource(Protocol):
-    """What the endpoint reads: :class:`archiver.run.crawler.Crawler` satisfies it."""
+    """What the endpoint reads: a :class:`archiver.run.crawler.CrawlControl` satisfies it."""
 
-    def snapshot(self) -> dict[str, Any]: ...
+    def snapshot(self) -> Snapshot: ...
 
 
-def progress_count(snapshot: Mapping[str, Any]) -> int:
+def progress_count(snapshot: Snapshot) -> int:
     """How many things have ended so far: a number that grows while the crawl moves on."""
-    failures: Mapping[str, int] = snapshot.get("failures", {})
-    skips: Mapping[str, int] = snapshot.get("skips", {})
-    ended = int(snapshot.get("captures", 0)) + int(snapshot.get("retries", 0))
-    return ended + sum(failures.values()) + sum(skips.values())
+    ended = snapshot.captures + snapshot.retries
+    return ended + sum(snapshot.failures.values()) + sum(snapshot.skips.values())
 
 
 @dataclass(slots=True)
@@ -80,7 +79,7 @@ class Health:
     _count: int = -1
     _since: float = 0.0
 
-    def sample(self, snapshot: Mapping[str, Any]) -> None:
+    def sample(self, snapshot: Snapshot) -> None:
         count = progress_count(snapshot)
         if count != self._count:
             self._count, self._since = count, self.clock()
@@ -89,12 +88,12 @@ class Health:
         """Seconds since the progress count last changed (0 before the first sample)."""
         return self.clock() - self._since if self._count >= 0 else 0.0
 
-    def verdict(self, snapshot: Mapping[str, Any]) -> tuple[bool, dict[str, Any]]:
+    def verdict(self, snapshot: Snapshot) -> tuple[bool, dict[str, Any]]:
         """``(healthy, body)`` for /healthz."""
         self.sample(snapshot)
         quiet = self.quiet()
-        pending = int(snapshot.get("queued", 0)) + int(snapshot.get("in_flight", 0))
-        if snapshot.get("stopping"):
+        pending = snapshot.queued + snapshot.in_flight
+        if snapshot.stopping:
             state = "stopping"
         elif pending == 0:
             state = "idle"  # nothing to do now (retries waiting, or the end)
@@ -106,8 +105,8 @@ class Health:
             "status": state,
             "seconds_since_progress": round(quiet, 1),
             "stall_after": self.stall_after,
-            "queued": snapshot.get("queued", 0),
-            "in_flight": snapshot.get("in_flight", 0),
+            "queued": snapshot.queued,
+            "in_flight": snapshot.in_flight,
         }
         return state != "stalled", body
 
@@ -124,35 +123,33 @@ class SnapshotCollector(Collector):
         snap = self._source.snapshot()
         self._health.sample(snap)
         counters = (
-            ("pages", "HTML pages captured with a 2xx status", "pages"),
-            ("captures", "Responses and revisits written", "captures"),
-            ("revisits", "Captures written as revisit records", "revisits"),
-            ("bytes_received", "Response bytes received (headers and body)", "bytes_received"),
-            ("bytes_written", "WARC bytes written", "bytes_written"),
-            ("retries", "Fetches put back to be tried again later", "retries"),
+            ("pages", "HTML pages captured with a 2xx status", snap.pages),
+            ("captures", "Responses and revisits written", snap.captures),
+            ("revisits", "Captures written as revisit records", snap.revisits),
+            ("bytes_received", "Response bytes received (headers and body)", snap.bytes_received),
+            ("bytes_written", "WARC bytes written", snap.bytes_written),
+            ("retries", "Fetches put back to be tried again later", snap.retries),
         )
-        for name, doc, key in counters:
-            yield CounterMetricFamily(f"archiver_{name}", doc, value=snap.get(key, 0))
+        for name, doc, count in counters:
+            yield CounterMetricFamily(f"archiver_{name}", doc, value=count)
         yield _labelled(
-            "archiver_responses", "Captures by HTTP status class", "class", snap["by_status_class"]
+            "archiver_responses", "Captures by HTTP status class", "class", snap.by_status_class
         )
-        yield _labelled(
-            "archiver_errors", "URLs that failed, by reason", "reason", snap["failures"]
-        )
-        yield _labelled("archiver_skips", "URLs not fetched, by reason", "reason", snap["skips"])
+        yield _labelled("archiver_errors", "URLs that failed, by reason", "reason", snap.failures)
+        yield _labelled("archiver_skips", "URLs not fetched, by reason", "reason", snap.skips)
         yield _labelled(
             "archiver_host_captures",
             f"Captures per host, for the {TOP_HOSTS} hosts with the most",
             "host",
-            dict(snap.get("by_host", {})),
+            snap.by_host,
         )
-        gauges = (
-            ("queued", "URLs queued (the whole crawl's, when shared)", snap.get("queued", 0)),
-            ("in_flight", "Fetches in flight in this process", snap.get("in_flight", 0)),
-            ("seen", "URLs seen (queued once)", snap.get("seen", 0)),
-            ("elapsed_seconds", "Seconds since this run started", snap.get("elapsed", 0)),
+        gauges: tuple[tuple[str, str, float], ...] = (
+            ("queued", "URLs queued (the whole crawl's, when shared)", snap.queued),
+            ("in_flight", "Fetches in flight in this process", snap.in_flight),
+            ("seen", "URLs seen (queued once)", snap.seen),
+            ("elapsed_seconds", "Seconds since this run started", snap.elapsed),
             ("seconds_since_progress", "Seconds since a URL last ended", self._health.quiet()),
-            ("stopping", "1 once the crawl is stopping", int(bool(snap.get("stopping")))),
+            ("stopping", "1 once the crawl is stopping", int(snap.stopping)),
         )
         for name, doc, value in gauges:
             yield GaugeMetricFamily(f"archiver_{name}", doc, value=value)
@@ -222,7 +219,7 @@ class StatusServer:
         return web.Response(body=body, headers={"Content-Type": CONTENT_TYPE_LATEST})
 
     async def _status(self, _: web.Request) -> web.Response:
-        return _json(self.source.snapshot())
+        return _json(self.source.snapshot().to_json())
 
     async def _healthz(self, _: web.Request) -> web.Response:
         healthy, body = self.health.verdict(self.source.snapshot())

@@ -9,6 +9,7 @@ from __future__ import annotations
 import asyncio
 import importlib.metadata
 import math
+import os
 import platform
 import socket
 import time
@@ -17,7 +18,7 @@ from pathlib import Path
 
 from archiver import urls
 from archiver.config.settings import Settings, read_lines_file
-from archiver.errors import SettingsError
+from archiver.errors import SettingsError, SigningError
 from archiver.fetch.cookiestxt import CookieFileError, CookieLine, parse_text
 from archiver.fetch.fetcher import FetchConfig
 from archiver.fetch.proxy import ProxyRoutes, parse_direct_hosts, parse_proxy_url
@@ -26,6 +27,8 @@ from archiver.policy.credentials import credential_scope
 from archiver.policy.netguard import AddressPolicy
 from archiver.policy.scope import ScopeRules, seeds_in_order
 from archiver.policy.sitemaps import SitemapPolicy
+from archiver.sign.keys import load_signing_key
+from archiver.sign.signer import KeySigner, RemoteSigner, Signer
 from archiver.timefmt import parse_w3c_datetime
 from archiver.version import __version__
 from archiver.warc.naming import safe_name_part
@@ -165,6 +168,33 @@ def cookie_file(s: Settings) -> tuple[CookieLine, ...]:
         raise SettingsError("--cookies", f"{path} holds no cookie")
     now = time.time()
     return tuple(line for line in lines if not line.expired(now))
+
+
+#: the environment variable a signing server's bearer token is read from (never a setting: a
+#: setting is written to warcinfo and state/crawl.json)
+SIGN_TOKEN_VARIABLE = "ARCHIVER_WACZ_SIGN_TOKEN"
+
+
+def wants_wacz(s: Settings) -> bool:
+    """Whether the crawl is packaged: --wacz, or a signing option (which implies it)."""
+    return s.wacz or s.wacz_sign is not None or s.wacz_sign_key is not None
+
+
+def wacz_signer(s: Settings) -> Signer | None:
+    """Who signs the crawl's WACZ, made before the crawl starts: a key that cannot be used is a
+    usage error then, not a surprise at the end. The key's bytes never leave the signer."""
+    if s.wacz_sign_key is not None:
+        try:
+            return KeySigner(load_signing_key(s.wacz_sign_key), software_string())
+        except SigningError as exc:
+            raise SettingsError("--wacz-sign-key", str(exc)) from None
+    if s.wacz_sign is not None:
+        return RemoteSigner(
+            s.wacz_sign,
+            timeout=s.wacz_sign_timeout or 60.0,
+            token=os.environ.get(SIGN_TOKEN_VARIABLE) or None,
+        )
+    return None
 
 
 def proxy_routes(s: Settings) -> ProxyRoutes | None:

@@ -17,6 +17,7 @@ import math
 import os
 import re
 import tomllib
+import urllib.parse
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -315,6 +316,17 @@ def parse_urls(value: Any, option: str = "") -> tuple[str, ...]:
         except InvalidURLError as exc:
             raise SettingsError(option, f"{url!r} is not an http(s) URL: {exc}") from None
     return tuple(found)
+
+
+def parse_signing_url(value: Any, option: str = "") -> str | None:
+    """An http(s) URL of an authsign-compatible signing endpoint, or nothing."""
+    if value in (None, ""):
+        return None
+    url = parse_str(value, option).strip()
+    parts = urllib.parse.urlsplit(url)
+    if parts.scheme not in ("http", "https") or not parts.hostname:
+        raise _fail(option, "the http(s) URL of a signing server, e.g. https://HOST/sign", value)
+    return url
 
 
 def parse_date(value: Any, option: str = "") -> str | None:
@@ -969,6 +981,54 @@ class Settings:
         "Also package the crawl as a WACZ 1.1.1 file (ReplayWeb.page).",
         parse_bool,
     )
+    wacz_sign: str | None = setting(
+        None,
+        "warc",
+        "Sign the WACZ through the authsign-compatible server at this URL (its /sign endpoint): "
+        "the domain identity, a TLS certificate of the URL's host and an RFC 3161 time stamp. "
+        "$ARCHIVER_WACZ_SIGN_TOKEN, when set, is sent as the bearer token. If signing fails, "
+        "the WACZ is written unsigned and the crawl exits 1. Implies --wacz.",
+        parse_signing_url,
+        metavar="URL",
+    )
+    wacz_sign_key: Path | None = setting(
+        None,
+        "warc",
+        "Sign the WACZ with this ECDSA P-384 private key (PEM, as the keygen command makes "
+        "it): the anonymous identity, its public key embedded. Implies --wacz.",
+        parse_optional_path,
+        metavar="FILE",
+    )
+    wacz_sign_timeout: float | None = setting(
+        60.0,
+        "warc",
+        "The longest the signing server may take to answer, in all.",
+        parse_duration,
+        metavar="DURATION",
+    )
+    text: bool = setting(
+        False,
+        "warc",
+        "Store each page's text in the WACZ's pages.jsonl, where ReplayWeb.page searches it: "
+        "static pages' text from their HTML, browser pages' the text the DOM shows after "
+        "behaviours.",
+        parse_bool,
+    )
+    text_max: int = setting(
+        65_536,
+        "warc",
+        "The most characters of text kept per page (the rest is cut); a browser page's text "
+        "is read up to 65536 characters.",
+        p_int(1),
+        metavar="CHARS",
+    )
+    text_records: bool = setting(
+        False,
+        "warc",
+        "With --text, also write each page's text to the WARC as a resource record "
+        "urn:text:URL (text/plain), as Browsertrix Crawler names them.",
+        parse_bool,
+    )
     operator: str = setting(
         "",
         "warc",
@@ -1091,7 +1151,7 @@ class Settings:
                 value = redact_headers(value)
             elif f.name == "seeds":
                 value = [redact_url(seed) for seed in value]
-            elif f.name == "frontier":
+            elif f.name in ("frontier", "wacz_sign") and value is not None:
                 value = redact_url(value)
             elif f.name == "proxy" and value is not None:
                 value = redact_proxy_url(value)
@@ -1192,6 +1252,12 @@ def validate(settings: Settings) -> None:
         )
     if settings.no_proxy_for and not settings.proxy:
         raise SettingsError("--no-proxy-for", "only means something with --proxy")
+    if settings.wacz_sign and settings.wacz_sign_key:
+        raise SettingsError(
+            "--wacz-sign-key", "choose one identity: --wacz-sign URL or --wacz-sign-key FILE"
+        )
+    if settings.text_records and not settings.text:
+        raise SettingsError("--text-records", "only means something with --text")
 
 
 def read_lines_file(path: Path, option: str) -> list[str]:

@@ -22,7 +22,15 @@ What goes in, and why each choice:
   forbids custom files in ``archive/``, ``indexes/`` and ``pages/``, and py-wacz's validator
   only accepts resources exactly two path segments deep, so a key is the portable place. Data
   Package descriptors may carry custom properties.
-* ``datapackage-digest.json`` -- the sha256 of ``datapackage.json`` (recommended by the spec).
+* ``datapackage-digest.json`` -- the sha256 of ``datapackage.json`` (recommended by the spec),
+  and, when the caller gives a signer, its ``signedData`` (WACZ Signing and Verification): the
+  signer is handed the hash and the package's ``created`` (the two must agree, py-wacz checks
+  it) and returns the object, or ``None`` when signing failed, in which case the package is
+  written unsigned (the signer keeps the reason; this module knows no keys or servers).
+* page text -- a page entry of the crawl's page list may carry ``text`` (``--text``); it is
+  kept, and the header line then says ``"hasText": true`` as py-wacz writes it (wabac.js then
+  also names ``pages.jsonl`` the collection's text index). ReplayWeb.page's page search matches
+  the ``text`` field.
 
 Member names are fixed or are the crawl's own WARC file names, never anything from a URL (a
 crafted URL must not be able to name a path inside the package). The package is written to a
@@ -112,7 +120,14 @@ class WaczContents:
     depends_on: Sequence[Mapping[str, Any]] = ()
 
 
-def write_wacz(contents: WaczContents, output: Path, *, clock: Clock = utcnow) -> Path:
+#: Signs a package: (``sha256:…`` of datapackage.json, its ``created``) -> ``signedData``, or
+#: ``None`` when it could not (the package is then written unsigned).
+Sign = Callable[[str, str], Mapping[str, Any] | None]
+
+
+def write_wacz(
+    contents: WaczContents, output: Path, *, clock: Clock = utcnow, sign: Sign | None = None
+) -> Path:
     """Package ``contents`` as the WACZ ``output``; returns its path.
 
     Raises :class:`OutputError` when there is no WARC file or two WARC files share a name (the
@@ -139,15 +154,19 @@ def write_wacz(contents: WaczContents, output: Path, *, clock: Clock = utcnow) -
         with zipfile.ZipFile(tmp, "w", allowZip64=True) as zf:
             resources = _write_archive(zf, contents.warcs, member)
             resources += _write_indexes(zf, contents.index, member)
-            pages = list(_pages(contents.pages, contents.index)) if contents.pages else []
-            resources.append(_write_pages(zf, pages, contents.pages, member))
-            package = _datapackage(resources, contents, pages, now=now)
+            pages = _PageList(contents.pages, contents.index)
+            pages.scan()
+            resources.append(_write_pages(zf, pages, contents, member))
+            package = _datapackage(resources, contents, pages.main_page_date, now=now)
             package_bytes = json.dumps(package, indent=2).encode("utf-8")
             zf.writestr(member("datapackage.json", zipfile.ZIP_DEFLATED), package_bytes)
-            digest = {
+            digest: dict[str, Any] = {
                 "path": "datapackage.json",
                 "hash": "sha256:" + hashlib.sha256(package_bytes).hexdigest(),
             }
+            signed = sign(digest["hash"], package["created"]) if sign is not None else None
+            if signed is not None:
+                digest["signedData"] = dict(signed)
             zf.writestr(
                 member("datapackage-digest.json", zipfile.ZIP_DEFLATED),
                 json.dumps(digest, indent=2).encode("utf-8"),
@@ -193,15 +212,18 @@ def _write_indexes(zf: zipfile.ZipFile, index: Path, member: Member) -> list[Res
 
 
 def _write_pages(
-    zf: zipfile.ZipFile, pages: list[dict[str, Any]], source: Path | None, member: Member
+    zf: zipfile.ZipFile, pages: _PageList, contents: WaczContents, member: Member
 ) -> Resource:
     """``pages/pages.jsonl``: the header line, then one entry per page."""
+    source = contents.pages
     big_pages = source is not None and source.is_file() and source.stat().st_size >= _ZIP64_HINT
     with zf.open(member(PAGES, zipfile.ZIP_DEFLATED), "w", force_zip64=big_pages) as dst:
         out = _HashingWriter(dst)
-        header = {"format": PAGES_FORMAT, "id": "pages", "title": "All Pages"}
+        header: dict[str, Any] = {"format": PAGES_FORMAT, "id": "pages", "title": "All Pages"}
+        if pages.has_text:
+            header["hasText"] = True  # as py-wacz marks a page list with text
         out.write((json.dumps(header) + "\n").encode("utf-8"))
-        for page in pages:
+        for page in pages.pages(contents.seeds[0] if contents.seeds else None):
             out.write((json.dumps(page, ensure_ascii=False) + "\n").encode("utf-8"))
     return out.resource(PAGES)
 
@@ -244,59 +266,87 @@ def _write_zipnum(cdxj: Path, out: _HashingWriter) -> list[str]:
     return idx
 
 
-def _pages(source: Path, index: Path) -> Iterator[dict[str, Any]]:
-    """Entries of the page list whose capture is in the index (memory: one key per page, not
-    per capture)."""
-    entries: list[dict[str, Any]] = []
-    wanted: set[tuple[str, str]] = set()
-    try:
-        with open(source, encoding="utf-8") as fh:
-            for line in fh:
-                try:
-                    entry = json.loads(line)
-                except ValueError:
-                    continue
-                if not isinstance(entry, dict):
-                    continue
-                url, ts = entry.get("url"), entry.get("ts")
-                if isinstance(url, str) and isinstance(ts, str):
-                    wanted.add((url, timestamp14(ts)))
-                    entries.append(entry)
-    except FileNotFoundError:
-        return
-    found: set[tuple[str, str]] = set()
-    with open(index, encoding="utf-8") as fh:
-        for line in fh:
-            parts = line.split(" ", 2)
-            if len(parts) != 3:
+@dataclass(slots=True)
+class _PageList:
+    """The crawl's page list, read in passes so that memory holds one key per page, never
+    the entries (with ``--text`` each may carry up to the text cap)."""
+
+    source: Path | None
+    index: Path
+    has_text: bool = False
+    main_page_date: str | None = None  #: ``ts`` of the first seed's page, once written
+    _found: set[tuple[str, str]] | None = None
+
+    def scan(self) -> None:
+        """Which pages have their capture in the index, and whether any has text."""
+        wanted: set[tuple[str, str]] = set()
+        for entry in self._entries():
+            wanted.add((entry["url"], timestamp14(entry["ts"])))
+            self.has_text = self.has_text or isinstance(entry.get("text"), str)
+        found: set[tuple[str, str]] = set()
+        if wanted:
+            with open(self.index, encoding="utf-8") as fh:
+                for line in fh:
+                    parts = line.split(" ", 2)
+                    if len(parts) != 3:
+                        continue
+                    try:
+                        url = json.loads(parts[2]).get("url")
+                    except ValueError:
+                        continue
+                    key = (url, parts[1][:14])
+                    if key in wanted:
+                        found.add(key)
+        self._found = found
+
+    def _entries(self) -> Iterator[dict[str, Any]]:
+        if self.source is None:
+            return
+        try:
+            with open(self.source, encoding="utf-8") as fh:
+                for line in fh:
+                    try:
+                        entry = json.loads(line)
+                    except ValueError:
+                        continue
+                    if (
+                        isinstance(entry, dict)
+                        and isinstance(entry.get("url"), str)
+                        and isinstance(entry.get("ts"), str)
+                    ):
+                        yield entry
+        except FileNotFoundError:
+            return
+
+    def pages(self, main_url: str | None) -> Iterator[dict[str, Any]]:
+        """Entries whose capture is in the index, the first per URL and timestamp."""
+        if self._found is None:
+            self.scan()
+        found = self._found or set()
+        seen: set[tuple[str, str]] = set()
+        for entry in self._entries():
+            key = (entry["url"], timestamp14(entry["ts"]))
+            if key not in found or key in seen:
                 continue
-            try:
-                url = json.loads(parts[2]).get("url")
-            except ValueError:
-                continue
-            key = (url, parts[1][:14])
-            if key in wanted:
-                found.add(key)
-    seen: set[tuple[str, str]] = set()
-    for entry in entries:
-        key = (entry["url"], timestamp14(entry["ts"]))
-        if key not in found or key in seen:
-            continue
-        seen.add(key)
-        page: dict[str, Any] = {
-            "id": uuid.uuid5(uuid.NAMESPACE_URL, f"{entry['ts']} {entry['url']}").hex,
-            "url": entry["url"],
-            "ts": entry["ts"],
-        }
-        if isinstance(entry.get("title"), str) and entry["title"]:
-            page["title"] = entry["title"]
-        yield page
+            seen.add(key)
+            page: dict[str, Any] = {
+                "id": uuid.uuid5(uuid.NAMESPACE_URL, f"{entry['ts']} {entry['url']}").hex,
+                "url": entry["url"],
+                "ts": entry["ts"],
+            }
+            if isinstance(entry.get("title"), str) and entry["title"]:
+                page["title"] = entry["title"]
+            if isinstance(entry.get("text"), str):
+                page["text"] = entry["text"]
+            if self.main_page_date is None and page["url"] == main_url:
+                self.main_page_date = page["ts"]
+            yield page
 
 
 def _datapackage(
     resources: list[Resource],
     contents: WaczContents,
-    pages: list[dict[str, Any]],
+    main_page_date: str | None,
     *,
     now: datetime,
 ) -> dict[str, Any]:
@@ -312,13 +362,20 @@ def _datapackage(
     package["software"] = contents.software or f"archiver/{__version__}"
     if contents.seeds:
         package["mainPageUrl"] = contents.seeds[0]
-        first = next((p for p in pages if p["url"] == contents.seeds[0]), None)
-        if first is not None:
-            package["mainPageDate"] = first["ts"]
+        if main_page_date is not None:
+            package["mainPageDate"] = main_page_date
     package["resources"] = [r.to_json() for r in resources]
     if contents.depends_on:
         package[DEPENDS_KEY] = [dict(d) for d in contents.depends_on]
     return package
 
 
-__all__ = ["BLOCK_LINES", "DEPENDS_KEY", "WACZ_VERSION", "Resource", "WaczContents", "write_wacz"]
+__all__ = [
+    "BLOCK_LINES",
+    "DEPENDS_KEY",
+    "WACZ_VERSION",
+    "Resource",
+    "Sign",
+    "WaczContents",
+    "write_wacz",
+]

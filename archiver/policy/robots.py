@@ -298,7 +298,7 @@ class _Counts:
 
 
 class Robots:
-    """The crawler's robots.txt checker (:class:`archiver.run.crawler.RobotsChecker`)."""
+    """The crawler's robots.txt checker (:class:`archiver.pipeline.parts.RobotsChecker`)."""
 
     def __init__(
         self,

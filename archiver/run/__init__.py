@@ -1,3 +1,4 @@
-"""One crawl run: building its stages (wiring), the workers (crawler), one lease's pipeline,
-finishing (index, WACZ, summary), the output directory, resume, jobs, logs and statistics.
+"""One crawl run: its control (crawler, wiring, finish), the crawl directory (output, pages,
+resume, jobs, control) and its logs and figures (log, heritrix, stats). One lease's pipeline
+is :mod:`archiver.pipeline`; several processes of one crawl are :mod:`archiver.processes`.
 """

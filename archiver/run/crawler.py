@@ -22,15 +22,18 @@ import shutil
 import time
 import traceback
 from collections.abc import Callable
-from typing import IO, Any
+from typing import IO, Protocol
 
-from archiver.config.assemble import check_browser, cookie_file, seed_list
+from archiver.config.assemble import check_browser, cookie_file, seed_list, wacz_signer
 from archiver.config.settings import Settings
 from archiver.errors import ArchiverError, FrontierError, OutputError, WriteError
 from archiver.fetch.cookiestxt import CookieLine
 from archiver.frontier import Backend
-from archiver.frontier.base import Lease
-from archiver.models import MAX_REDIRECTS, FailReason, Outcome, TaskResult, WrittenCapture
+from archiver.models import MAX_REDIRECTS, FailReason, Outcome, TaskResult
+from archiver.pipeline.capture import Capturer
+from archiver.pipeline.counters import CrawlStats
+from archiver.pipeline.outcomes import WORKER_NAME
+from archiver.pipeline.pipeline import Pipeline
 from archiver.run import finish, wiring
 from archiver.run.finish import (
     EXIT_FAILED,
@@ -40,22 +43,43 @@ from archiver.run.finish import (
     EXIT_USAGE,
     CrawlResult,
 )
-from archiver.run.outcomes import WORKER_NAME
 from archiver.run.output import (
     STATUS_COMPLETED,
     STATUS_FAILED,
     STATUS_INTERRUPTED,
     STATUS_LIMIT,
+    Layout,
     OutputLock,
     write_status,
 )
-from archiver.run.pipeline import Pipeline
-from archiver.run.stats import CrawlStats
+from archiver.run.stats import SNAPSHOT_HOSTS, TOP_HOSTS, BrowserSnapshot, Snapshot
+from archiver.sign.signer import Signer
 from archiver.timefmt import Clock, utcnow
 
 DISK_CHECK_SECONDS = 2.0
-#: hosts in the snapshot's ``by_host`` (the status endpoint's per-host counters): the busiest
-SNAPSHOT_HOSTS = 20
+
+
+class CrawlControl(Protocol):
+    """What the command line runs and watches: one crawl, whether one process crawls it
+    (:class:`Crawler`) or several do (:class:`archiver.processes.supervisor.Supervisor`)."""
+
+    @property
+    def settings(self) -> Settings: ...
+
+    @property
+    def layout(self) -> Layout: ...
+
+    async def run(self) -> CrawlResult:
+        """Run the crawl to completion, a limit, a stop request or a fatal error."""
+        ...
+
+    def request_stop(self, *, immediate: bool = False, reason: str = "stopped by signal") -> None:
+        """First call: finish what is in flight, then stop; with ``immediate``: stop at once."""
+        ...
+
+    def snapshot(self) -> Snapshot:
+        """The crawl's figures now (cheap: read every half second)."""
+        ...
 
 
 class Crawler:
@@ -96,6 +120,7 @@ class Crawler:
         self._final: tuple[str, str | None] | None = None
         self._busy = 0
         self._cookies: tuple[CookieLine, ...] = ()
+        self._signer: Signer | None = None
 
     # -- control ----------------------------------------------------------------------------
 
@@ -117,35 +142,36 @@ class Crawler:
     def stopping(self) -> bool:
         return self._stopping
 
-    def snapshot(self) -> dict[str, Any]:
-        """A cheap, JSON-ready view of the crawl for live progress and periodic stats lines."""
+    def snapshot(self) -> Snapshot:
+        """A cheap view of the crawl for live progress, the status endpoint and stats lines."""
         stats, stages = self.stats, self.stages
         frontier = stages.frontier.statistics() if stages and stages.frontier else None
         writer = stages.writer.stats if stages and stages.writer else None
         elapsed = max(stats.elapsed, 1e-9)
-        return {
-            "elapsed": round(stats.elapsed, 1),
-            "captures": stats.captures,
-            "pages": stats.pages,
-            "revisits": stats.revisits,
-            "pages_per_second": round(stats.pages / elapsed, 2),
-            "captures_per_second": round(stats.captures / elapsed, 2),
-            "queued": frontier.queued if frontier else 0,
-            "in_flight": self._busy,
-            "done": frontier.done if frontier else 0,
-            "seen": frontier.seen if frontier else 0,
-            "bytes_received": stats.bytes_received,
-            "bytes_written": writer.bytes if writer else 0,
-            "warc_file": writer.current_file if writer else None,
-            "failures": dict(stats.failures),
-            "skips": dict(stats.skips),
-            "by_status_class": dict(stats.by_status),
-            "top_hosts": stats.by_host.most_common(5),
-            "retries": stats.retries,
-            "by_host": dict(stats.by_host.most_common(SNAPSHOT_HOSTS)),
-            "stopping": self._stopping,
-            **({"browser": _browser_snapshot(stats)} if stats.browser is not None else {}),
-        }
+        return Snapshot(
+            elapsed=round(stats.elapsed, 1),
+            captures=stats.captures,
+            pages=stats.pages,
+            revisits=stats.revisits,
+            pages_per_second=round(stats.pages / elapsed, 2),
+            captures_per_second=round(stats.captures / elapsed, 2),
+            queued=frontier.queued if frontier else 0,
+            in_flight=self._busy,
+            done=frontier.done if frontier else 0,
+            seen=frontier.seen if frontier else 0,
+            bytes_received=stats.bytes_received,
+            bytes_written=writer.bytes if writer else 0,
+            warc_file=writer.current_file if writer else None,
+            failures=dict(stats.failures),
+            skips=dict(stats.skips),
+            by_status_class=dict(stats.by_status),
+            top_hosts=tuple(stats.by_host.most_common(TOP_HOSTS)),
+            retries=stats.retries,
+            by_host=dict(stats.by_host.most_common(SNAPSHOT_HOSTS)),
+            stopping=self._stopping,
+            dedup_bytes_saved=stats.dedup_bytes_saved,
+            browser=BrowserSnapshot.of(stats.browser) if stats.browser is not None else None,
+        )
 
     # -- the run ----------------------------------------------------------------------------
 
@@ -154,6 +180,7 @@ class Crawler:
         self._stop_event = asyncio.Event()
         seeds = seed_list(self.settings)
         self._cookies = cookie_file(self.settings)  # a bad file is a usage error, before output
+        self._signer = wacz_signer(self.settings)  # so is an unusable signing key
         check_browser(self.settings)  # Chromium missing: a usage error, before output
         self.layout.root.mkdir(parents=True, exist_ok=True)
         lock = OutputLock(self.layout.lock_file)
@@ -186,6 +213,7 @@ class Crawler:
             start.resumed,
             self.process_id,
             cookie_file=self._cookies,
+            signer=self._signer,
         )
         status: str = STATUS_FAILED
         reason: str | None = "not started"
@@ -292,27 +320,26 @@ class Crawler:
             if self._stopping:
                 frontier.give_back(lease)
                 return
-            captures: list[WrittenCapture] = []
-            result = await self._process(pipeline, lease, captures)
+            capturer = pipeline.capturer(lease)
+            result = await self._process(pipeline, capturer)
             if result is None:
                 return  # the lease stays in flight: a resumed crawl fetches it again
             try:
-                await frontier.task_done(lease, _with_captures(result, captures))
+                await frontier.task_done(lease, capturer.with_captures(result))
             except FrontierError as exc:
                 self._stop(STATUS_INTERRUPTED, str(exc))
                 self.stages.log.error("frontier-error", url=lease.item.url, error=str(exc))
                 return
-            await pipeline.committed(captures)
+            await capturer.committed()
 
-    async def _process(
-        self, pipeline: Pipeline, lease: Lease, captures: list[WrittenCapture]
-    ) -> TaskResult | None:
+    async def _process(self, pipeline: Pipeline, capturer: Capturer) -> TaskResult | None:
         """The lease's outcome; None when the crawl must stop with the lease in flight."""
         assert self.stages is not None
         log = self.stages.log
+        lease = capturer.lease
         self._busy += 1
         try:
-            result = await pipeline.process(lease, captures)
+            result = await pipeline.process(capturer)
             if lease.item.is_seed and result.outcome is not Outcome.RETRY:
                 self.stats.seed_ended(captured=result.outcome is Outcome.DONE)
             if pipeline.limit is not None:
@@ -338,30 +365,6 @@ class Crawler:
             self._busy -= 1
 
 
-def _browser_snapshot(stats: CrawlStats) -> dict[str, int]:
-    browser = stats.browser
-    assert browser is not None
-    return {
-        "pages": browser.pages,
-        "requests": browser.requests,
-        "from_records": browser.from_records,
-        "refused": sum(browser.refused.values()),
-        "failed": browser.failed,
-    }
-
-
-def _with_captures(result: TaskResult, captures: list[WrittenCapture]) -> TaskResult:
-    """The outcome as the frontier commits it: with every capture written for the lease."""
-    return TaskResult(
-        result.outcome,
-        captures=tuple(captures),
-        status=result.status,
-        reason=result.reason,
-        retry_after=result.retry_after,
-        unsent=result.unsent and not captures,
-    )
-
-
 async def crawl(settings: Settings, *, console: IO[str] | None = None) -> CrawlResult:
     """Run a crawl with ``settings`` and return its :class:`CrawlResult` (the Python API)."""
     return await Crawler(settings, console=console).run()
@@ -374,6 +377,7 @@ __all__ = [
     "EXIT_OK",
     "EXIT_USAGE",
     "MAX_REDIRECTS",
+    "CrawlControl",
     "CrawlResult",
     "Crawler",
     "crawl",

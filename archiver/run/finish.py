@@ -22,7 +22,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from archiver.config.assemble import software_string
+from archiver.config.assemble import software_string, wants_wacz
 from archiver.errors import (
     ArchiverError,
     FrontierError,
@@ -46,7 +46,10 @@ from archiver.run.output import (
     write_status,
 )
 from archiver.run.resume import close_abandoned
+from archiver.run.stats import Summary
 from archiver.run.wiring import Run, Stages
+from archiver.sign.check import Identity
+from archiver.sign.signer import Signer, SigningAttempt
 from archiver.version import __version__
 from archiver.warc.naming import archive_files, warc_files
 
@@ -189,17 +192,19 @@ async def finish(
     save_cookies(run, stages)
     last = stages.is_last()  # the last process of a shared crawl merges and packages
     status, reason = _write_index(run, last, status, reason)
-    wacz_error = None
-    if run.settings.wacz and status in (STATUS_COMPLETED, STATUS_LIMIT) and last:
+    packaged = Packaged()
+    if wants_wacz(run.settings) and status in (STATUS_COMPLETED, STATUS_LIMIT) and last:
         # only a finished crawl is packaged (`archiver wacz DIR` packages any crawl later)
-        wacz_error = await _package(run, stages)
+        packaged = await _package(run, stages)
+        if packaged.signing_error is not None:
+            # the WARCs, the index and the package are there; re-running the command
+            # resumes the finished crawl and tries the signature again
+            status, reason = STATUS_FAILED, f"the WACZ is unsigned: {packaged.signing_error}"
     summary = crawl_summary(run, stages, status, reason)
-    if wacz_error is not None:
-        summary["wacz_error"] = wacz_error
+    summary = packaged.added_to(summary)
     with contextlib.suppress(OSError):
-        write_json_atomic(run.layout.summary, summary)
-    ended = ("captures", "pages", "bytes_written", "duration_seconds")
-    stages.log.info("crawl-end", status=status, reason=reason, **{k: summary[k] for k in ended})
+        write_json_atomic(run.layout.summary, summary.to_json())
+    log_end(stages.log, summary)
     stages.crawl_log.close()
     return status, reason
 
@@ -246,8 +251,8 @@ async def _close_stages(stages: Stages) -> None:
         await stages.dedup.close()
     if stages.previous is not None:
         await stages.previous.close()  # idempotent; also when the run stopped before wrapping
-    if stages.pages_file is not None:
-        stages.pages_file.close()
+    if stages.pages is not None:
+        stages.pages.close()
 
 
 def save_cookies(run: Run, stages: Stages) -> None:
@@ -317,46 +322,97 @@ def merge_index(crawl_dir: Path, *, close_dead: bool, cdx11: bool = False) -> No
         )
 
 
-async def _package(run: Run, stages: Stages) -> str | None:
-    """The crawl's WACZ; what went wrong if it could not be written (logged, not fatal)."""
-    previous = stages.previous
-    try:
-        await asyncio.to_thread(
-            package_crawl,
-            run.layout.root,
-            run.layout.wacz,
-            description=run.settings.description or None,
-            seeds=list(run.seeds),
-            depends_on=previous.depends_on() if previous is not None else [],
+@dataclass(slots=True)
+class Packaged:
+    """How packaging went: the WACZ's error (not written), the signature's (written
+    unsigned), or who signed it."""
+
+    error: str | None = None
+    signing_error: str | None = None
+    signed_by: Identity | None = None
+
+    def added_to(self, summary: Summary) -> Summary:
+        """``summary`` saying how packaging went."""
+        return dataclasses.replace(
+            summary,
+            wacz_error=self.error,
+            wacz_signing_error=self.signing_error,
+            wacz_signed_by=self.signed_by.describe() if self.signed_by is not None else None,
         )
+
+
+def package_signed(
+    crawl_dir: Path, output: Path, signer: Signer | None, described: Described
+) -> Packaged:
+    """:func:`package_crawl`, signed by ``signer`` when there is one."""
+    attempt = SigningAttempt(signer) if signer is not None else None
+    try:
+        write_package(crawl_dir, output, described, attempt)
     except (OSError, OutputError) as exc:
-        stages.log.error("wacz-error", error=str(exc))
-        return str(exc)
-    return None
+        return Packaged(error=str(exc))
+    if attempt is None:
+        return Packaged()
+    return Packaged(signing_error=attempt.error, signed_by=attempt.identity)
+
+
+async def _package(run: Run, stages: Stages) -> Packaged:
+    """The crawl's WACZ, signed if asked; what went wrong is logged (one line each)."""
+    previous = stages.previous
+    packaged = await asyncio.to_thread(
+        package_signed,
+        run.layout.root,
+        run.layout.wacz,
+        run.signer,
+        Described(
+            run.settings.description or None,
+            list(run.seeds),
+            previous.depends_on() if previous is not None else [],
+        ),
+    )
+    if packaged.error is not None:
+        stages.log.error("wacz-error", error=packaged.error)
+    if packaged.signing_error is not None:
+        stages.log.error("wacz-signing-error", error=packaged.signing_error)
+    if packaged.signed_by is not None:
+        stages.log.info("wacz-signed", by=packaged.signed_by.describe())
+    return packaged
 
 
 # ------------------------------------------------------------------------------ what is left
 
 
-def crawl_summary(run: Run, stages: Stages, status: str, reason: str | None) -> dict[str, Any]:
+def log_end(log: Any, summary: Summary) -> None:
+    """The log's last event: how the run ended, and its main figures."""
+    log.info(
+        "crawl-end",
+        status=summary.status,
+        reason=summary.reason,
+        captures=summary.captures,
+        pages=summary.pages,
+        bytes_written=summary.bytes_written,
+        duration_seconds=summary.duration_seconds,
+    )
+
+
+def crawl_summary(run: Run, stages: Stages, status: str, reason: str | None) -> Summary:
     """summary.json: the counters, how the run ended, and what it wrote."""
     layout, previous = run.layout, stages.previous
-    summary = run.stats.summary()
     frontier_stats = stages.frontier.statistics() if stages.frontier is not None else None
-    summary.update(
+    return dataclasses.replace(
+        Summary.counted(run.stats),
         status=status,
         reason=reason,
         output=str(layout.root),
         resumed=run.resumed,
-        seeds=list(run.seeds),
-        warc_files=[str(p.relative_to(layout.root)) for p in warc_files(layout.warcs)],
+        seeds=run.seeds,
+        warc_files=tuple(str(p.relative_to(layout.root)) for p in warc_files(layout.warcs)),
         index=str(layout.index.relative_to(layout.root)),
         wacz=layout.wacz.name if layout.wacz.exists() else None,
         # what later runs deduplicating against this one inherit originals through, and
         # the earlier WARC files this run's revisits need for replay
-        dedup_sources=previous.source_paths() if previous is not None else [],
-        depends_on=previous.depends_on() if previous is not None else [],
-        traps=stages.scope.trap_summary() if stages.scope is not None else [],
+        dedup_sources=tuple(previous.source_paths()) if previous is not None else (),
+        depends_on=tuple(previous.depends_on()) if previous is not None else (),
+        traps=tuple(stages.scope.trap_summary()) if stages.scope is not None else (),
         robots=(
             dataclasses.asdict(stages.robots.statistics()) if stages.robots is not None else None
         ),
@@ -374,7 +430,6 @@ def crawl_summary(run: Run, stages: Stages, status: str, reason: str | None) -> 
         ),
         version=__version__,
     )
-    return summary
 
 
 def crawl_result(
@@ -466,6 +521,15 @@ def index_paths(
     return count, output
 
 
+@dataclass(frozen=True, slots=True)
+class Described:
+    """What a crawl says about itself in its package (``None``: what summary.json says)."""
+
+    description: str | None = None
+    seeds: Sequence[str] | None = None
+    depends_on: Sequence[Mapping[str, Any]] | None = None
+
+
 def package_crawl(
     crawl_dir: Path,
     output: Path | None = None,
@@ -481,6 +545,14 @@ def package_crawl(
     passes them, as it writes the WACZ before the summary). Raises :class:`OutputError` when
     the crawl has no WARC files or no index.
     """
+    return write_package(crawl_dir, output, Described(description, seeds, depends_on))
+
+
+def write_package(
+    crawl_dir: Path, output: Path | None, described: Described, sign: wacz.Sign | None = None
+) -> Path:
+    """:func:`package_crawl`, signed by ``sign`` when given (:func:`package_signed`)."""
+    seeds, depends_on = described.seeds, described.depends_on
     layout = Layout(crawl_dir)
     warcs = warc_files(layout.warcs)
     if not warcs:
@@ -500,12 +572,12 @@ def package_crawl(
             index=layout.index,
             pages=pages,
             title=crawl_dir.name,
-            description=description,
+            description=described.description,
             software=software_string(),
             seeds=seeds,
             depends_on=depends_on,
         )
-        return wacz.write_wacz(contents, output or layout.wacz)
+        return wacz.write_wacz(contents, output or layout.wacz, sign=sign)
 
 
 @contextlib.contextmanager
@@ -534,6 +606,8 @@ __all__ = [
     "EXIT_OK",
     "EXIT_USAGE",
     "CrawlResult",
+    "Described",
+    "Packaged",
     "already_completed",
     "crawl_index",
     "crawl_result",
@@ -541,8 +615,11 @@ __all__ = [
     "error_status",
     "finish",
     "index_paths",
+    "log_end",
     "merge_index",
     "package_crawl",
+    "package_signed",
     "seal_committed",
     "verdict",
+    "write_package",
 ]

@@ -1,21 +1,39 @@
-"""Crawl counters: what the summary, ``summary.json``, the progress display and the report show.
+"""The figures of a crawl, typed: :class:`Snapshot` (a running crawl, read every half second by
+the progress display, ``/status``, ``/metrics`` and the stats lines) and :class:`Summary` (a
+finished run: ``summary.json``, the end-of-crawl tables, the report).
 
-Updated by the crawler as captures, failures and skips happen; read as immutable snapshots.
-Memory stays bounded: per-host and per-MIME tables are capped, the time series is per second
-with a cap, and only the largest resources are kept.
+Both are frozen and read by field, so a renamed counter is a type error rather than a zero
+shown silently. Their JSON (:meth:`Snapshot.to_json`, :meth:`Summary.to_json`) is the shape
+``/status``, the stats lines and ``summary.json`` have always had; :meth:`Snapshot.from_json`
+and :meth:`Summary.from_json` read it back leniently (another version's summary, a process's
+stats line): a missing or mistyped field reads as its default. ``merged()`` makes the figures of
+a crawl run by several processes (``--processes N``) from theirs: counters summed, tables
+merged, the shared queue's figures taken from the latest report, the time series put on the
+supervisor's clock.
 """
 
 from __future__ import annotations
 
+import dataclasses
 import heapq
 import time
 from collections import Counter
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, TypeVar
 
-MAX_TABLE = 10_000
-MAX_SERIES = 86_400 * 2
+from archiver.pipeline.counters import BrowserCounters, CrawlStats
+
+#: name -> count: by status class, MIME type, host; failures and skips by reason
+Table = Mapping[str, int]
+_Figures = TypeVar("_Figures")
+#: Rows kept in a summary's per-MIME and per-host tables.
+TABLE_ROWS = 50
+#: Largest resources kept in a summary.
 LARGEST_KEPT = 25
+#: Hosts in a snapshot's ``top_hosts`` and ``by_host``.
+TOP_HOSTS = 5
+SNAPSHOT_HOSTS = 20
 
 
 def human_bytes(count: float) -> str:
@@ -29,15 +47,159 @@ def human_bytes(count: float) -> str:
     return f"{count:.1f} TB"  # pragma: no cover - the loop returns
 
 
-def status_class(status: int | None) -> str:
-    if status is None:
-        return "none"
-    return f"{status // 100}xx" if 100 <= status < 600 else "other"
+# -- a running crawl --------------------------------------------------------------------------
 
 
-@dataclass(slots=True)
-class BrowserCounters:
-    """What the browser did in a crawl that uses one (``--browser all|auto``)."""
+@dataclass(frozen=True, slots=True)
+class BrowserSnapshot:
+    """What the browser did so far, in a crawl that uses one."""
+
+    pages: int = 0
+    requests: int = 0
+    from_records: int = 0
+    refused: int = 0
+    failed: int = 0
+
+    @classmethod
+    def of(cls, counters: BrowserCounters) -> BrowserSnapshot:
+        return cls(
+            counters.pages,
+            counters.requests,
+            counters.from_records,
+            sum(counters.refused.values()),
+            counters.failed,
+        )
+
+
+@dataclass(frozen=True, slots=True)
+class Snapshot:
+    """A cheap view of a running crawl (see the module docstring)."""
+
+    elapsed: float = 0.0
+    captures: int = 0
+    pages: int = 0
+    revisits: int = 0
+    pages_per_second: float = 0.0
+    captures_per_second: float = 0.0
+    queued: int = 0  #: the queue's figures: the whole crawl's when it is shared
+    in_flight: int = 0
+    done: int = 0
+    seen: int = 0
+    bytes_received: int = 0
+    bytes_written: int = 0
+    warc_file: str | None = None
+    failures: Table = field(default_factory=dict)
+    skips: Table = field(default_factory=dict)
+    by_status_class: Table = field(default_factory=dict)
+    top_hosts: tuple[tuple[str, int], ...] = ()
+    retries: int = 0
+    by_host: Table = field(default_factory=dict)
+    stopping: bool = False
+    dedup_bytes_saved: int = 0
+    browser: BrowserSnapshot | None = None
+    #: crawler processes running, in a crawl of several (``--processes N``)
+    processes: int | None = None
+
+    def to_json(self) -> dict[str, Any]:
+        """The JSON object of ``/status`` and the stats lines (``browser`` and ``processes``
+        only when there are)."""
+        data = {f.name: getattr(self, f.name) for f in dataclasses.fields(self)}
+        data["failures"] = dict(self.failures)
+        data["skips"] = dict(self.skips)
+        data["by_status_class"] = dict(self.by_status_class)
+        data["top_hosts"] = [list(pair) for pair in self.top_hosts]
+        data["by_host"] = dict(self.by_host)
+        if self.browser is None:
+            del data["browser"]
+        else:
+            data["browser"] = dataclasses.asdict(self.browser)
+        if self.processes is None:
+            del data["processes"]
+        return data
+
+    @classmethod
+    def from_json(cls, data: Mapping[str, Any]) -> Snapshot:
+        """A snapshot read back from its JSON (a crawler process's stats line, where
+        ``top_hosts`` is an object)."""
+        browser = data.get("browser")
+        return cls(
+            elapsed=_float(data.get("elapsed")),
+            captures=_int(data.get("captures")),
+            pages=_int(data.get("pages")),
+            revisits=_int(data.get("revisits")),
+            pages_per_second=_float(data.get("pages_per_second")),
+            captures_per_second=_float(data.get("captures_per_second")),
+            queued=_int(data.get("queued")),
+            in_flight=_int(data.get("in_flight")),
+            done=_int(data.get("done")),
+            seen=_int(data.get("seen")),
+            bytes_received=_int(data.get("bytes_received")),
+            bytes_written=_int(data.get("bytes_written")),
+            warc_file=_str(data.get("warc_file")),
+            failures=_table(data.get("failures")),
+            skips=_table(data.get("skips")),
+            by_status_class=_table(data.get("by_status_class")),
+            top_hosts=tuple(_table(data.get("top_hosts")).items()),
+            retries=_int(data.get("retries")),
+            by_host=_table(data.get("by_host")),
+            stopping=data.get("stopping") is True,
+            dedup_bytes_saved=_int(data.get("dedup_bytes_saved")),
+            browser=_read(BrowserSnapshot, browser) if isinstance(browser, Mapping) else None,
+            processes=_int(data["processes"]) if "processes" in data else None,
+        )
+
+    @classmethod
+    def merged(
+        cls,
+        parts: Sequence[Snapshot],
+        *,
+        queue: Snapshot | None,
+        elapsed: float,
+        stopping: bool,
+        processes: int,
+    ) -> Snapshot:
+        """The crawl's snapshot from its processes' (those of ended runs too: their counts stay
+        in the sum). The queue's figures are the same for every process: they are taken from
+        ``queue``, the latest report."""
+        elapsed = max(elapsed, 1e-9)
+        pages = sum(p.pages for p in parts)
+        captures = sum(p.captures for p in parts)
+        files = [p.warc_file for p in parts if p.warc_file]
+        hosts = _added(p.by_host or dict(p.top_hosts) for p in parts)
+        browsers = [p.browser for p in parts if p.browser is not None]
+        return cls(
+            elapsed=round(elapsed, 1),
+            captures=captures,
+            pages=pages,
+            revisits=sum(p.revisits for p in parts),
+            pages_per_second=round(pages / elapsed, 2),
+            captures_per_second=round(captures / elapsed, 2),
+            queued=queue.queued if queue else 0,
+            in_flight=sum(p.in_flight for p in parts),
+            done=queue.done if queue else 0,
+            seen=queue.seen if queue else 0,
+            bytes_received=sum(p.bytes_received for p in parts),
+            bytes_written=sum(p.bytes_written for p in parts),
+            warc_file=files[-1] if files else None,
+            failures=dict(_added(p.failures for p in parts).most_common()),
+            skips=dict(_added(p.skips for p in parts).most_common()),
+            by_status_class=dict(_added(p.by_status_class for p in parts).most_common()),
+            top_hosts=tuple(_added(dict(p.top_hosts) for p in parts).most_common(TOP_HOSTS)),
+            retries=sum(p.retries for p in parts),
+            by_host=dict(hosts.most_common(SNAPSHOT_HOSTS)),
+            stopping=stopping,
+            dedup_bytes_saved=sum(p.dedup_bytes_saved for p in parts),
+            browser=_summed(BrowserSnapshot, browsers) if browsers else None,
+            processes=processes,
+        )
+
+
+# -- a finished run ---------------------------------------------------------------------------
+
+
+@dataclass(frozen=True, slots=True)
+class BrowserSummary:
+    """What the browser did in a run that used one."""
 
     pages: int = 0  #: pages loaded in the browser and read
     failed: int = 0  #: pages given up with reason ``browser`` (after their retries)
@@ -45,130 +207,406 @@ class BrowserCounters:
     requests: int = 0  #: requests the pages made (each answered or refused once)
     from_records: int = 0  #: requests answered from a capture the crawl already held
     fetched: int = 0  #: requests performed by the fetcher and recorded
-    refused: Counter[str] = field(default_factory=Counter)  #: requests refused, by reason
+    refused: Table = field(default_factory=dict)  #: requests refused, by reason
     screenshots: int = 0
-    by_reason: Counter[str] = field(default_factory=Counter)  #: why pages went to the browser
+    why: Table = field(default_factory=dict)  #: why pages went to the browser
 
-    def summary(self) -> dict[str, Any]:
-        return {
-            "pages": self.pages,
-            "failed": self.failed,
-            "retried": self.retried,
-            "requests": self.requests,
-            "from_records": self.from_records,
-            "fetched": self.fetched,
-            "refused": dict(self.refused.most_common()),
-            "screenshots": self.screenshots,
-            "why": dict(self.by_reason.most_common(20)),
-        }
+    def as_snapshot(self) -> BrowserSnapshot:
+        refused = sum(self.refused.values())
+        return BrowserSnapshot(self.pages, self.requests, self.from_records, refused, self.failed)
+
+    @classmethod
+    def of(cls, counters: BrowserCounters) -> BrowserSummary:
+        return cls(
+            pages=counters.pages,
+            failed=counters.failed,
+            retried=counters.retried,
+            requests=counters.requests,
+            from_records=counters.from_records,
+            fetched=counters.fetched,
+            refused=dict(counters.refused.most_common()),
+            screenshots=counters.screenshots,
+            why=dict(counters.by_reason.most_common(20)),
+        )
 
 
-@dataclass(slots=True)
-class CrawlStats:
-    started: float = field(default_factory=time.time)
-    started_monotonic: float = field(default_factory=time.monotonic)
-    captures: int = 0  #: response + revisit records written
+@dataclass(frozen=True, slots=True)
+class Largest:
+    """One of the largest resources captured."""
+
+    url: str
+    bytes: int
+    mime: str
+
+
+@dataclass(frozen=True, slots=True)
+class Summary:
+    """A run's figures and how it ended: ``summary.json`` (see the module docstring)."""
+
+    started: str = ""  #: UTC, ``2024-01-02T03:04:05Z``
+    duration_seconds: float = 0.0
+    captures: int = 0  #: response and revisit records written
     pages: int = 0  #: HTML captures with a 2xx status
     revisits: int = 0
     dedup_bytes_saved: int = 0
-    bytes_received: int = 0  #: response bytes as received (headers + body)
-    bytes_written: int = 0  #: WARC bytes written (set from the writer)
+    bytes_received: int = 0
+    bytes_written: int = 0
+    captures_per_second: float = 0.0
+    pages_per_second: float = 0.0
     retries: int = 0
-    by_status: Counter[str] = field(default_factory=Counter)
-    by_status_code: Counter[int] = field(default_factory=Counter)
-    by_mime: Counter[str] = field(default_factory=Counter)
-    by_host: Counter[str] = field(default_factory=Counter)
-    failures: Counter[str] = field(default_factory=Counter)
-    skips: Counter[str] = field(default_factory=Counter)
-    truncated: Counter[str] = field(default_factory=Counter)
-    seeds_ended: int = 0  #: seeds whose lease ended in this run (not to be retried)
-    seeds_captured: int = 0  #: of those, the ones captured (or recalled from a browser's)
-    per_second: Counter[int] = field(default_factory=Counter)
-    #: set when the crawl uses a browser
-    browser: BrowserCounters | None = None
-    _largest: list[tuple[int, str, str]] = field(default_factory=list)
+    by_status_class: Table = field(default_factory=dict)
+    by_status: Table = field(default_factory=dict)  #: by code (``"200"``), in numeric order
+    by_mime: Table = field(default_factory=dict)
+    by_host: Table = field(default_factory=dict)
+    failures: Table = field(default_factory=dict)
+    skips: Table = field(default_factory=dict)
+    truncated: Table = field(default_factory=dict)
+    largest: tuple[Largest, ...] = ()
+    captures_over_time: tuple[tuple[int, int], ...] = ()  #: (second, captures)
+    browser: BrowserSummary | None = None
+    # how the run ended, and what it wrote (None in a process's figures read from its last
+    # stats line: it was killed before it could say)
+    status: str | None = None
+    reason: str | None = None
+    output: str | None = None
+    resumed: bool = False
+    seeds: tuple[str, ...] = ()
+    warc_files: tuple[str, ...] = ()
+    index: str | None = None
+    wacz: str | None = None
+    #: what later runs deduplicating against this one inherit originals through
+    dedup_sources: tuple[str, ...] = ()
+    #: the earlier WARC files this run's revisits need for replay
+    depends_on: tuple[Mapping[str, Any], ...] = ()
+    traps: tuple[Mapping[str, Any], ...] = ()
+    robots: Mapping[str, Any] | None = None
+    frontier: Mapping[str, Any] | None = None
+    version: str | None = None
+    wacz_error: str | None = None
+    #: why the WACZ is unsigned (``--wacz-sign``, ``--wacz-sign-key``), or who signed it
+    wacz_signing_error: str | None = None
+    wacz_signed_by: str | None = None
+    #: a crawl of several processes: how many, and each run of each
+    processes: Mapping[str, Any] | None = None
 
-    def _bump(self, table: Counter[str], key: str) -> None:
-        if key in table or len(table) < MAX_TABLE:
-            table[key] += 1
+    @classmethod
+    def counted(cls, stats: CrawlStats) -> Summary:
+        """The figures one run's pipeline counted (its ending is added by the run)."""
+        elapsed = stats.elapsed
+        rate_time = max(elapsed, 1e-9)
+        return cls(
+            started=time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime(stats.started)),
+            duration_seconds=round(elapsed, 3),
+            captures=stats.captures,
+            pages=stats.pages,
+            revisits=stats.revisits,
+            dedup_bytes_saved=stats.dedup_bytes_saved,
+            bytes_received=stats.bytes_received,
+            bytes_written=stats.bytes_written,
+            captures_per_second=round(stats.captures / rate_time, 2),
+            pages_per_second=round(stats.pages / rate_time, 2),
+            retries=stats.retries,
+            by_status_class=dict(stats.by_status.most_common()),
+            by_status={str(k): v for k, v in sorted(stats.by_status_code.items())},
+            by_mime=dict(stats.by_mime.most_common(TABLE_ROWS)),
+            by_host=dict(stats.by_host.most_common(TABLE_ROWS)),
+            failures=dict(stats.failures.most_common()),
+            skips=dict(stats.skips.most_common()),
+            truncated=dict(stats.truncated),
+            largest=tuple(Largest(url, size, mime) for size, url, mime in stats.largest()),
+            captures_over_time=tuple(sorted(stats.per_second.items())),
+            browser=BrowserSummary.of(stats.browser) if stats.browser is not None else None,
+        )
+
+    @classmethod
+    def from_snapshot(cls, snapshot: Snapshot) -> Summary:
+        """What a process killed before it wrote its summary counted: its last stats line."""
+        return cls(
+            captures=snapshot.captures,
+            pages=snapshot.pages,
+            revisits=snapshot.revisits,
+            dedup_bytes_saved=snapshot.dedup_bytes_saved,
+            bytes_received=snapshot.bytes_received,
+            bytes_written=snapshot.bytes_written,
+            retries=snapshot.retries,
+            by_status_class=snapshot.by_status_class,
+            by_host=snapshot.by_host or dict(snapshot.top_hosts),
+            failures=snapshot.failures,
+            skips=snapshot.skips,
+        )
+
+    def as_snapshot(self) -> Snapshot:
+        """What an ended run of a process adds to the crawl's live figures."""
+        return Snapshot(
+            captures=self.captures,
+            pages=self.pages,
+            revisits=self.revisits,
+            bytes_received=self.bytes_received,
+            bytes_written=self.bytes_written,
+            failures=self.failures,
+            skips=self.skips,
+            by_status_class=self.by_status_class,
+            top_hosts=tuple(self.by_host.items()),
+            retries=self.retries,
+            by_host=self.by_host,
+            dedup_bytes_saved=self.dedup_bytes_saved,
+            browser=None if self.browser is None else self.browser.as_snapshot(),
+        )
+
+    @classmethod
+    def merged(
+        cls, parts: Sequence[tuple[float, Summary]], *, started: float, duration: float
+    ) -> Summary:
+        """The crawl's figures from its processes' summaries: ``(offset, summary)``, the offset
+        being the seconds from the supervisor's start to the process's. ``started`` is the
+        supervisor's start (epoch seconds), ``duration`` its run time. Traps and robots.txt
+        figures are merged from the summaries that are whole (not read from a stats line)."""
+        summaries = [part for _, part in parts]
+        whole = [part for part in summaries if part.status is not None]
+        rate_time = max(duration, 1e-9)
+        captures = sum(s.captures for s in summaries)
+        pages = sum(s.pages for s in summaries)
+        browsers = [s.browser for s in summaries if s.browser is not None]
+        largest = heapq.nlargest(
+            LARGEST_KEPT, (e for s in summaries for e in s.largest), key=lambda e: e.bytes
+        )
+        by_status = _added(s.by_status for s in summaries)
+        return cls(
+            started=time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime(started)),
+            duration_seconds=round(rate_time, 3),
+            captures=captures,
+            pages=pages,
+            revisits=sum(s.revisits for s in summaries),
+            dedup_bytes_saved=sum(s.dedup_bytes_saved for s in summaries),
+            bytes_received=sum(s.bytes_received for s in summaries),
+            bytes_written=sum(s.bytes_written for s in summaries),
+            captures_per_second=round(captures / rate_time, 2),
+            pages_per_second=round(pages / rate_time, 2),
+            retries=sum(s.retries for s in summaries),
+            by_status_class=dict(_added(s.by_status_class for s in summaries).most_common()),
+            by_status={k: by_status[k] for k in sorted(by_status, key=_status_order)},
+            by_mime=dict(_added(s.by_mime for s in summaries).most_common(TABLE_ROWS)),
+            by_host=dict(_added(s.by_host for s in summaries).most_common(TABLE_ROWS)),
+            failures=dict(_added(s.failures for s in summaries).most_common()),
+            skips=dict(_added(s.skips for s in summaries).most_common()),
+            truncated=dict(_added(s.truncated for s in summaries).most_common()),
+            largest=tuple(largest),
+            captures_over_time=_series(parts),
+            browser=_summed(BrowserSummary, browsers) if browsers else None,
+            traps=_merged_traps(s.traps for s in whole),
+            robots=_merged_robots([s.robots for s in whole if s.robots is not None]),
+        )
+
+    def to_json(self) -> dict[str, Any]:
+        """``summary.json``'s object (``browser``, the WACZ's errors and signer, and
+        ``processes`` only when there are)."""
+        data: dict[str, Any] = {}
+        for f in dataclasses.fields(self):
+            value = getattr(self, f.name)
+            if isinstance(value, Mapping):
+                value = dict(value)
+            elif isinstance(value, tuple):
+                value = [_json_item(item) for item in value]
+            elif dataclasses.is_dataclass(value):
+                value = dataclasses.asdict(value)  # type: ignore[arg-type]
+            data[f.name] = value
+        for optional in (
+            "browser",
+            "wacz_error",
+            "wacz_signing_error",
+            "wacz_signed_by",
+            "processes",
+        ):
+            if data[optional] is None:
+                del data[optional]
+        return data
+
+    @classmethod
+    def from_json(cls, data: Mapping[str, Any]) -> Summary:
+        """A summary read back from ``summary.json`` (see the module docstring)."""
+        browser = data.get("browser")
+        return cls(
+            started=_str(data.get("started")) or "",
+            duration_seconds=_float(data.get("duration_seconds")),
+            captures=_int(data.get("captures")),
+            pages=_int(data.get("pages")),
+            revisits=_int(data.get("revisits")),
+            dedup_bytes_saved=_int(data.get("dedup_bytes_saved")),
+            bytes_received=_int(data.get("bytes_received")),
+            bytes_written=_int(data.get("bytes_written")),
+            captures_per_second=_float(data.get("captures_per_second")),
+            pages_per_second=_float(data.get("pages_per_second")),
+            retries=_int(data.get("retries")),
+            by_status_class=_table(data.get("by_status_class")),
+            by_status=_table(data.get("by_status")),
+            by_mime=_table(data.get("by_mime")),
+            by_host=_table(data.get("by_host")),
+            failures=_table(data.get("failures")),
+            skips=_table(data.get("skips")),
+            truncated=_table(data.get("truncated")),
+            largest=tuple(
+                Largest(_str(e.get("url")) or "", _int(e.get("bytes")), _str(e.get("mime")) or "")
+                for e in _list(data.get("largest"))
+                if isinstance(e, Mapping)
+            ),
+            captures_over_time=tuple(
+                (_int(point[0]), _int(point[1]))
+                for point in _list(data.get("captures_over_time"))
+                if isinstance(point, list | tuple) and len(point) == 2
+            ),
+            browser=_read(BrowserSummary, browser) if isinstance(browser, Mapping) else None,
+            status=_str(data.get("status")),
+            reason=_str(data.get("reason")),
+            output=_str(data.get("output")),
+            resumed=data.get("resumed") is True,
+            seeds=tuple(s for s in _list(data.get("seeds")) if isinstance(s, str)),
+            warc_files=tuple(s for s in _list(data.get("warc_files")) if isinstance(s, str)),
+            index=_str(data.get("index")),
+            wacz=_str(data.get("wacz")),
+            dedup_sources=tuple(s for s in _list(data.get("dedup_sources")) if isinstance(s, str)),
+            depends_on=_objects(data.get("depends_on")),
+            traps=_objects(data.get("traps")),
+            robots=_object(data.get("robots")),
+            frontier=_object(data.get("frontier")),
+            version=_str(data.get("version")),
+            wacz_error=_str(data.get("wacz_error")),
+            wacz_signing_error=_str(data.get("wacz_signing_error")),
+            wacz_signed_by=_str(data.get("wacz_signed_by")),
+            processes=_object(data.get("processes")),
+        )
+
+
+# -- reading JSON leniently -------------------------------------------------------------------
+
+
+def _int(value: Any) -> int:
+    return value if isinstance(value, int) and not isinstance(value, bool) else 0
+
+
+def _float(value: Any) -> float:
+    return float(value) if isinstance(value, int | float) and not isinstance(value, bool) else 0.0
+
+
+def _str(value: Any) -> str | None:
+    return value if isinstance(value, str) else None
+
+
+def _list(value: Any) -> list[Any]:
+    return value if isinstance(value, list) else []
+
+
+def _object(value: Any) -> Mapping[str, Any] | None:
+    return value if isinstance(value, Mapping) else None
+
+
+def _objects(value: Any) -> tuple[Mapping[str, Any], ...]:
+    return tuple(item for item in _list(value) if isinstance(item, Mapping))
+
+
+def _table(value: Any) -> dict[str, int]:
+    """A table from an object, or from ``[[name, count], ...]`` (``top_hosts``)."""
+    if isinstance(value, Mapping):
+        pairs: Iterable[Any] = value.items()
+    elif isinstance(value, list):
+        pairs = (pair for pair in value if isinstance(pair, list | tuple) and len(pair) == 2)
+    else:
+        return {}
+    return {str(name): _int(count) for name, count in pairs}
+
+
+def _read(kind: type[_Figures], data: Mapping[str, Any]) -> _Figures:
+    """A figures dataclass (counts and tables) from a JSON object."""
+    values: dict[str, Any] = {}
+    for f in dataclasses.fields(kind):  # type: ignore[arg-type]
+        value = data.get(f.name)
+        values[f.name] = _table(value) if _is_table(f) else _int(value)
+    return kind(**values)
+
+
+def _is_table(f: dataclasses.Field[Any]) -> bool:
+    """Whether a field of a figures dataclass is a table (the counts are ints)."""
+    return f.default_factory is dict
+
+
+def _json_item(item: Any) -> Any:
+    if dataclasses.is_dataclass(item):
+        return dataclasses.asdict(item)  # type: ignore[arg-type]
+    if isinstance(item, tuple):
+        return list(item)
+    if isinstance(item, Mapping):
+        return dict(item)
+    return item
+
+
+# -- merging ----------------------------------------------------------------------------------
+
+
+def _added(tables: Iterable[Table]) -> Counter[str]:
+    total: Counter[str] = Counter()
+    for table in tables:
+        for name, count in table.items():
+            total[name] += count
+    return total
+
+
+def _summed(kind: type[_Figures], parts: Sequence[_Figures]) -> _Figures:
+    """Figures of several processes added up, field by field (tables merged)."""
+    values: dict[str, Any] = {}
+    for f in dataclasses.fields(kind):  # type: ignore[arg-type]
+        if _is_table(f):
+            values[f.name] = dict(_added(getattr(p, f.name) for p in parts).most_common())
         else:
-            table["(other)"] += 1
+            values[f.name] = sum(getattr(p, f.name) for p in parts)
+    return kind(**values)
 
-    def capture(
-        self,
-        *,
-        url: str,
-        host: str,
-        status: int | None,
-        mime: str | None,
-        size: int,
-        revisit: bool,
-        is_page: bool,
-        truncated: str | None = None,
-    ) -> None:
-        self.captures += 1
-        self.bytes_received += size
-        if revisit:
-            self.revisits += 1
-        if is_page:
-            self.pages += 1
-        self._bump(self.by_status, status_class(status))
-        if status is not None:
-            self.by_status_code[status] += 1
-        self._bump(self.by_mime, mime or "(none)")
-        self._bump(self.by_host, host)
-        if truncated:
-            self.truncated[truncated] += 1
-        second = int(time.monotonic() - self.started_monotonic)
-        if second < MAX_SERIES:
-            self.per_second[second] += 1
-        entry = (size, url, mime or "")
-        if len(self._largest) < LARGEST_KEPT:
-            heapq.heappush(self._largest, entry)
-        elif size > self._largest[0][0]:
-            heapq.heapreplace(self._largest, entry)
 
-    def failure(self, reason: str) -> None:
-        self.failures[reason] += 1
+def _series(parts: Sequence[tuple[float, Summary]]) -> tuple[tuple[int, int], ...]:
+    """captures_over_time on the supervisor's clock: each process's seconds shifted by when
+    it started."""
+    total: Counter[int] = Counter()
+    for offset, part in parts:
+        for second, count in part.captures_over_time:
+            total[int(offset) + second] += count
+    return tuple(sorted(total.items()))
 
-    def skip(self, reason: str) -> None:
-        self.skips[reason] += 1
 
-    def seed_ended(self, *, captured: bool) -> None:
-        self.seeds_ended += 1
-        self.seeds_captured += captured
+def _status_order(code: str) -> tuple[int, str]:
+    return (int(code), code) if code.isdigit() else (10**6, code)
 
-    @property
-    def elapsed(self) -> float:
-        return time.monotonic() - self.started_monotonic
 
-    def summary(self) -> dict[str, Any]:
-        elapsed = max(self.elapsed, 1e-9)
-        return {
-            "started": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime(self.started)),
-            "duration_seconds": round(self.elapsed, 3),
-            "captures": self.captures,
-            "pages": self.pages,
-            "revisits": self.revisits,
-            "dedup_bytes_saved": self.dedup_bytes_saved,
-            "bytes_received": self.bytes_received,
-            "bytes_written": self.bytes_written,
-            "captures_per_second": round(self.captures / elapsed, 2),
-            "pages_per_second": round(self.pages / elapsed, 2),
-            "retries": self.retries,
-            "by_status_class": dict(self.by_status.most_common()),
-            "by_status": {str(k): v for k, v in sorted(self.by_status_code.items())},
-            "by_mime": dict(self.by_mime.most_common(50)),
-            "by_host": dict(self.by_host.most_common(50)),
-            "failures": dict(self.failures.most_common()),
-            "skips": dict(self.skips.most_common()),
-            "truncated": dict(self.truncated),
-            "largest": [
-                {"url": url, "bytes": size, "mime": mime}
-                for size, url, mime in sorted(self._largest, reverse=True)
-            ],
-            "captures_over_time": [
-                [second, count] for second, count in sorted(self.per_second.items())
-            ],
-            **({"browser": self.browser.summary()} if self.browser is not None else {}),
-        }
+def _merged_robots(parts: Sequence[Mapping[str, Any]]) -> dict[str, Any] | None:
+    """The robots.txt figures of every process, added up (None when none had any)."""
+    if not parts:
+        return None
+    merged: dict[str, Any] = {}
+    for part in parts:
+        for key, value in part.items():
+            if isinstance(value, Mapping):
+                merged[key] = dict(_added([merged.get(key, {}), _table(value)]))
+            else:
+                merged[key] = merged.get(key, 0) + _int(value)
+    return merged
+
+
+def _merged_traps(
+    parts: Iterable[Sequence[Mapping[str, Any]]],
+) -> tuple[Mapping[str, Any], ...]:
+    """The traps every process found: one row per kind and pattern, URLs skipped summed."""
+    rows: dict[tuple[str, str], dict[str, Any]] = {}
+    for traps in parts:
+        for trap in traps:
+            key = (str(trap.get("kind")), str(trap.get("pattern")))
+            row = rows.setdefault(key, {**trap, "skipped": 0})
+            row["skipped"] = _int(row["skipped"]) + _int(trap.get("skipped"))
+    return tuple(sorted(rows.values(), key=lambda r: -_int(r.get("skipped"))))
+
+
+__all__ = [
+    "BrowserSnapshot",
+    "BrowserSummary",
+    "Largest",
+    "Snapshot",
+    "Summary",
+    "Table",
+    "human_bytes",
+]

@@ -48,23 +48,24 @@ from archiver.frontier.base import Frontier
 from archiver.frontier.config import REDIS_SCHEMES
 from archiver.index import cdxj
 from archiver.models import CrawlItem, ResumeInfo
+from archiver.pipeline.counters import CrawlStats
+from archiver.pipeline.parts import BrowserParts, Parts, RunContext
+from archiver.pipeline.pipeline import Pipeline
 from archiver.policy.ignores import Exclusions, compile_patterns
 from archiver.policy.robots import Robots, RobotsCache
 from archiver.policy.scope import Scope
 from archiver.policy.sitemaps import SitemapPolicy
 from archiver.run.control import LiveControl, Politeness
 from archiver.run.log import CrawlLog, crawl_logger
-from archiver.run.output import Layout, RunStart, cut_torn_line, prepare
-from archiver.run.parts import Parts, RunContext
-from archiver.run.pipeline import Pipeline
+from archiver.run.output import Layout, RunStart, prepare
+from archiver.run.pages import PageList
 from archiver.run.resume import repair_open_warcs
-from archiver.run.stats import CrawlStats
+from archiver.sign.signer import Signer
 from archiver.timefmt import Clock, utcnow
 from archiver.version import __version__
 
 if TYPE_CHECKING:
     from archiver.browser.pool import BrowserPool
-    from archiver.run.browsing import BrowserParts
 from archiver.warc.naming import safe_name_part
 from archiver.warc.records import RecordFactory
 from archiver.warc.writer import WriteFn, Writer, WriterConfig
@@ -83,6 +84,8 @@ class Run:
     process_id: str | None
     #: the cookies of ``--cookies FILE``, read before the run started
     cookie_file: tuple[CookieLine, ...] = ()
+    #: who signs the WACZ (``--wacz-sign``, ``--wacz-sign-key``), made before the run started
+    signer: Signer | None = None
 
 
 @dataclass(slots=True)
@@ -107,7 +110,7 @@ class Stages:
     sitemaps: SitemapPolicy = field(default_factory=lambda: SitemapPolicy(enabled=False))
     fetcher: Fetcher | None = None
     writer: Writer | None = None
-    pages_file: IO[str] | None = None
+    pages: PageList | None = None
     browser: BrowserPool | None = None
     pipeline: Pipeline | None = None
     control: LiveControl | None = None  #: the ignores and control.toml, watched
@@ -222,12 +225,7 @@ async def assemble(run: Run, stages: Stages, options: Options) -> None:
         writer_config(run), factory, write_fn=options.write_fn, auto_seal=False
     )
     writer.start()
-    cut_torn_line(layout.pages)  # a killed run's half line (see output.cut_torn_line)
-    # line-buffered: a page is listed (written through) before its lease is committed, so a
-    # kill -9 never loses the entry of a page the frontier counts as done
-    pages_file = stages.pages_file = open(  # noqa: SIM115, ASYNC230
-        layout.pages, "a", encoding="utf-8", buffering=1
-    )
+    pages = stages.pages = PageList(layout.pages)
     browser = await open_browser(run, stages)
     parts = Parts(
         frontier=frontier,
@@ -239,7 +237,7 @@ async def assemble(run: Run, stages: Stages, options: Options) -> None:
         writer=writer,
         scope=scope,
         sitemaps=sitemaps,
-        pages_file=pages_file,
+        pages=pages,
         browser=browser,
         exclusions=control.exclusions,
     )
@@ -294,8 +292,7 @@ async def open_browser(run: Run, stages: Stages) -> BrowserParts | None:
     # imported here: a static crawl does not load the browser stage at all
     from archiver.browser.exchange import MAX_FULFILL_BODY  # noqa: PLC0415
     from archiver.browser.pool import BrowserConfig, BrowserPool  # noqa: PLC0415
-    from archiver.run.browsing import BrowserParts  # noqa: PLC0415
-    from archiver.run.recall import Recall  # noqa: PLC0415
+    from archiver.pipeline.recall import Recall  # noqa: PLC0415
 
     pool = stages.browser = BrowserPool(
         BrowserConfig(

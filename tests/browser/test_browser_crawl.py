@@ -217,17 +217,18 @@ async def test_replaywebpage_replays_the_wacz_offline(tmp_path: Path, spa: SpaSi
     (wacz,) = out.glob("*.wacz")
     live_requests = len(spa.log)
     async with ReplayWebPage(wacz, tmp_path / "rwp-browser") as replay:
-        home = await replay.text_of(spa.url("/"), showing("found"))
+        # each text is waited for until all of them show: the scripts fill the page in turn
+        home = await replay.text_of(spa.url("/"), showing("1 found", "stored 256 bytes"))
         assert "1 found" in home and "stored 256 bytes" in home, home
         for (_, name, text), path in zip(ITEMS, item_paths(), strict=True):
-            page = await replay.text_of(spa.url(path), showing(text))
-            assert name in page
+            page = await replay.text_of(spa.url(path), showing(text, name))
+            assert text in page and name in page, page
     assert len(spa.log) == live_requests, "the replay reached the live site"
 
 
-def showing(expected: str) -> Callable[[str], bool]:
-    """A test of the replayed text: it holds ``expected``."""
-    return lambda shown: expected in shown
+def showing(*expected: str) -> Callable[[str], bool]:
+    """A test of the replayed text: it holds every one of ``expected``."""
+    return lambda shown: all(text in shown for text in expected)
 
 
 class Forwarder:
@@ -301,6 +302,28 @@ async def test_refused_requests_fail_in_the_page_and_are_logged(tmp_path: Path) 
     assert titles[seeds[1]] == "secret failed"
     assert result.summary["browser"]["refused"] == {"robots": 2, "blocked-address": 1}
     assert spa.url("/img/1.png") in {entry["url"] for _, entry in index_entries(out)}
+
+
+async def test_the_ignores_refuse_a_pages_requests_as_they_skip_its_links(
+    tmp_path: Path,
+) -> None:
+    """A page's requests are admitted by the code that admits the crawl's own URLs: the crawl
+    directory's ``ignores`` keep them from the server as they keep a link."""
+    async with SpaSite() as spa:
+        out = tmp_path / "out"
+        out.mkdir()
+        (out / "ignores").write_text("/blocked/\n")
+        seed = spa.url("/refusals.html")
+        result = await run_crawl(out, seed, **browser_settings())
+    assert result.status == "completed", result.reason
+    assert not [hit for hit in spa.log if hit.path_qs.startswith("/blocked/")]
+    refused = {(e["url"], e["reason"]) for e in events(out, "browser-refused")}
+    assert refused == {
+        (spa.url("/blocked/pixel.png"), "ignored"),
+        (spa.url("/blocked/beacon"), "ignored"),
+    }
+    assert pages(out)[seed] == "beacon failed"
+    assert result.summary["browser"]["refused"] == {"ignored": 2}
 
 
 async def test_screenshots_are_resource_records_listed_in_the_report(

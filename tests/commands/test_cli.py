@@ -21,6 +21,8 @@ import pytest
 
 from archiver.commands.cli import build_parser, main, typed_overrides
 from archiver.config.settings import default_config_text, load_settings, option_name, setting_fields
+from tests.docs.registry import documents
+from tests.docs.shell import DocShell, workdir
 from tests.support.site import SiteServer
 from tests.support.tools import REPO_ROOT, tools_venv
 
@@ -132,6 +134,7 @@ def test_every_subcommand_has_help(capsys: pytest.CaptureFixture[str]) -> None:
         "crawl",
         "ignore",
         "index",
+        "keygen",
         "replay",
         "report",
         "serve-sample",
@@ -158,8 +161,11 @@ def test_every_option_explains_its_default() -> None:
             assert action.help and "default" in action.help, (name, action.option_strings)
 
 
-def test_crawl_help_lists_every_setting() -> None:
-    text = archiver("crawl", "--help").out
+@documents("archiver crawl --help")
+def test_crawl_help_lists_every_setting(doc: DocShell, tmp_path: Path) -> None:
+    done = doc.run("archiver crawl --help", cwd=workdir(tmp_path))
+    assert done.returncode == 0 and done.stderr == ""
+    text = done.stdout
     for f in setting_fields():
         if f.metadata["cli"]:
             assert option_name(f) in text, option_name(f)

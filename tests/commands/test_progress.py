@@ -21,6 +21,7 @@ from rich.console import Console
 
 from archiver.commands.progress import Display, Mode, choose_mode, render_snapshot, stats_line
 from archiver.run.crawler import Crawler
+from archiver.run.stats import Snapshot
 from tests.conftest import fast_settings
 from tests.support.site import SiteServer, generated_site
 
@@ -54,26 +55,26 @@ def test_choose_mode(
     assert choose_mode(quiet=quiet, progress=progress, stats_interval=interval, is_tty=tty) is mode
 
 
-SNAPSHOT = {
-    "elapsed": 83.2,
-    "captures": 340,
-    "pages": 120,
-    "revisits": 12,
-    "pages_per_second": 3.1,
-    "captures_per_second": 4.0,
-    "queued": 58,
-    "in_flight": 8,
-    "done": 330,
-    "seen": 396,
-    "bytes_received": 4_500_000,
-    "bytes_written": 3_200_000,
-    "warc_file": "crawl-20240102030405000-00000-host.warc.gz",
-    "failures": {"timeout": 2},
-    "skips": {"scope": 120, "robots": 3},
-    "by_status_class": {"2xx": 300, "3xx": 20, "4xx": 5},
-    "top_hosts": [("example.org", 320), ("cdn.example.net", 20)],
-    "stopping": False,
-}
+SNAPSHOT = Snapshot(
+    elapsed=83.2,
+    captures=340,
+    pages=120,
+    revisits=12,
+    pages_per_second=3.1,
+    captures_per_second=4.0,
+    queued=58,
+    in_flight=8,
+    done=330,
+    seen=396,
+    bytes_received=4_500_000,
+    bytes_written=3_200_000,
+    warc_file="crawl-20240102030405000-00000-host.warc.gz",
+    failures={"timeout": 2},
+    skips={"scope": 120, "robots": 3},
+    by_status_class={"2xx": 300, "3xx": 20, "4xx": 5},
+    top_hosts=(("example.org", 320), ("cdn.example.net", 20)),
+    stopping=False,
+)
 
 
 def test_panel_shows_what_the_issue_asks_for() -> None:

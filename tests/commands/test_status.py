@@ -4,6 +4,7 @@ read back with prometheus-client's own parser."""
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 import json
 import socket
 import subprocess
@@ -20,6 +21,7 @@ from prometheus_client.parser import text_string_to_metric_families
 from archiver.commands.status import Health, StatusServer, serving
 from archiver.errors import SettingsError
 from archiver.run.crawler import Crawler
+from archiver.run.stats import Snapshot
 from tests.conftest import fast_settings
 from tests.support.site import SiteServer
 
@@ -152,16 +154,20 @@ async def test_the_endpoint_is_read_only_and_stops_with_its_block(
 def test_health_counts_every_way_a_url_ends() -> None:
     now = [0.0]
     health = Health(stall_after=10.0, clock=lambda: now[0])
-    snap: dict[str, Any] = {"captures": 0, "retries": 0, "failures": {}, "skips": {}}
-    snap.update(queued=1, in_flight=1)
+    snap = Snapshot(queued=1, in_flight=1)
     assert health.verdict(snap)[0]
-    for change in ({"retries": 1}, {"failures": {"timeout": 1}}, {"skips": {"ignored": 1}}):
+    changes: list[dict[str, Any]] = [
+        {"retries": 1},
+        {"failures": {"timeout": 1}},
+        {"skips": {"ignored": 1}},
+    ]
+    for change in changes:
         now[0] += 11
         assert not health.verdict(snap)[0]
-        snap.update(change)
+        snap = dataclasses.replace(snap, **change)
         assert health.verdict(snap)[0], change
     now[0] += 11
-    assert health.verdict({**snap, "queued": 0, "in_flight": 0}) == (
+    assert health.verdict(dataclasses.replace(snap, queued=0, in_flight=0)) == (
         True,
         {
             "status": "idle",

@@ -19,7 +19,7 @@ from archiver.errors import BlockedAddressError
 from archiver.fetch.fetcher import FetchConfig, Fetcher
 from archiver.policy.netguard import AddressPolicy, classify
 from tests.conftest import run_crawl
-from tests.run.test_polite_crawl import crawl, log_events
+from tests.pipeline.test_polite_crawl import crawl, log_events
 from tests.support.site import SiteServer
 
 # -- classification -----------------------------------------------------------------------------

@@ -22,7 +22,7 @@ from pathlib import Path
 import pytest
 from aiohttp import web
 
-from tests.run.test_multiprocess import hold_until_processes_join, redis_args
+from tests.processes.test_multiprocess import hold_until_processes_join, redis_args
 from tests.support.redis_server import RedisServer
 from tests.support.site import SiteServer
 from tests.support.warcs import responses

@@ -23,8 +23,8 @@ from warcio.archiveiterator import ArchiveIterator
 from warcio.exceptions import ArchiveLoadFailed
 
 from archiver.commands import verify
+from archiver.pipeline.pipeline import Pipeline
 from archiver.run.crawler import Crawler
-from archiver.run.pipeline import Pipeline
 from tests.conftest import fast_settings, run_crawl
 from tests.support.pywb import PywbReplay
 from tests.support.site import SiteServer
@@ -367,9 +367,9 @@ async def test_concurrency_never_exceeds_workers(tmp_path: Path) -> None:
 
 async def test_a_bug_in_a_worker_stops_the_crawl_cleanly(tmp_path: Path) -> None:
     class BuggyPipeline(Pipeline):
-        async def _fetch_and_record(self, item, captures, counts_as_page):  # type: ignore[no-untyped-def]
-            fetched = await super()._fetch_and_record(item, captures, counts_as_page)
-            if item.url.endswith("/p3"):  # the capture is written: a bug after it
+        async def _capture(self, capturer, admitted):  # type: ignore[no-untyped-def]
+            fetched = await super()._capture(capturer, admitted)
+            if capturer.lease.item.url.endswith("/p3"):  # the capture is written: a bug after it
                 raise RuntimeError("simulated bug after the capture was written")
             return fetched
 

@@ -8,12 +8,15 @@ import contextlib
 import json
 import os
 import re
-import shlex
 import shutil
+import signal
 import subprocess
 import sys
+import threading
 import tomllib
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -23,10 +26,12 @@ from aiohttp import web
 from archiver.config.settings import read_config
 from archiver.errors import LockedError
 from archiver.run import jobs
-from archiver.run.crawler import EXIT_LOCKED, Crawler, CrawlResult
+from archiver.run.crawler import EXIT_INTERRUPTED, EXIT_LOCKED, Crawler, CrawlResult
 from archiver.timefmt import Clock, utcnow
 from tests.conftest import fast_settings
 from tests.dedup.test_recrawl import ChangingSite, assert_replays_latest, later, set_status
+from tests.docs.registry import documents
+from tests.docs.shell import VENV, DocShell, read_until, wait_for, workdir
 from tests.support.site import SiteServer
 from tests.support.warcs import responses
 
@@ -301,6 +306,12 @@ def test_example_systemd_units(tmp_path: Path) -> None:
 
 # --------------------------------------------------- the documented command lines, as written
 
+#: The scheduled job's command lines: config/cron.example's entry, the systemd unit's
+#: ExecStart (%i is the instance: archiver-crawl@example runs example.toml), and the README's.
+CRON = "/opt/archiver/.venv/bin/archiver crawl --config /etc/archiver/jobs/example.toml --quiet"
+UNIT = "/opt/archiver/.venv/bin/archiver crawl --config /etc/archiver/jobs/%i.toml --quiet"
+BY_HAND = "archiver crawl --config /etc/archiver/jobs/example.toml"
+
 
 def example_job(tmp_path: Path, seed: str) -> Path:
     """config/job-example.toml with only what names the machine changed: the job directory and
@@ -316,55 +327,134 @@ def example_job(tmp_path: Path, seed: str) -> Path:
     return config
 
 
-def documented_command(line: str, config: Path) -> list[str]:
-    """A command line of the example files, run with this checkout's archiver and the job file."""
-    argv = shlex.split(line)
-    assert argv[0] == "/opt/archiver/.venv/bin/archiver", line
-    args = [str(config) if a.startswith("/etc/archiver/jobs/") else a for a in argv[1:]]
-    return [sys.executable, "-m", "archiver", *args]
+def machine_paths(line: str, config: Path) -> dict[str, str]:
+    """Where the documented line names the install and the job file, this checkout's
+    archiver and the test's copy of the job file."""
+    paths = {
+        "/opt/archiver/.venv/bin/archiver": str(VENV / "bin" / "archiver"),
+        "/etc/archiver/jobs/example.toml": str(config),
+        "/etc/archiver/jobs/%i.toml": str(config),
+    }
+    return {old: new for old, new in paths.items() if old in line}
 
 
-def cron_command() -> str:
-    (line,) = (
-        line
-        for line in (REPO / "config" / "cron.example").read_text().splitlines()
-        if line.strip() and not line.startswith("#") and "=" not in line.split()[0]
-    )
-    return line.split(None, 6)[6]
+def both_at_once(scenario: Callable[[str, Path], None], tmp_path: Path) -> None:
+    """``scenario`` for the cron line and the unit's line, in two threads (each waits on
+    its crawl's politeness delays, not on the CPU), each in a directory of its own."""
+    with ThreadPoolExecutor(2) as pool:
+        futures = [
+            pool.submit(scenario, line, tmp_path / name)
+            for line, name in ((CRON, "cron"), (UNIT, "unit"))
+        ]
+        for future in futures:
+            future.result()
 
 
-def unit_command() -> str:
-    service = configparser.ConfigParser(strict=False, interpolation=None)
-    service.optionxform = str  # type: ignore[assignment,method-assign]
-    service.read(REPO / "config" / "archiver-crawl@.service")
-    return service["Service"]["ExecStart"]
+def job_log(job: Path) -> list[dict[str, Any]]:
+    return [json.loads(line) for line in (job / "runs.jsonl").read_text().splitlines()]
 
 
-@pytest.mark.parametrize("source", ["cron.example", "archiver-crawl@.service"])
-def test_the_example_job_runs_from_its_documented_command_line(tmp_path: Path, source: str) -> None:
+@documents(CRON, UNIT)
+def test_the_example_job_runs_from_its_documented_command_lines(
+    doc: DocShell, tmp_path: Path
+) -> None:
     """Two scheduled runs of config/job-example.toml, each from the exact command line of the
     cron example or the systemd unit: the seeds come from the job file (no positional seed was
     typed, so none may replace them), and the second run stores only what changed."""
-    line = cron_command() if source == "cron.example" else unit_command()
-    with SiteServer().running_in_thread() as site:
-        changing = ChangingSite(site)
-        config = example_job(tmp_path, site.url("/"))
-        command = documented_command(line, config)
-        first = subprocess.run(command, capture_output=True, text=True, timeout=300, check=False)
-        assert first.returncode == 0, first.stderr
-        changing.version = 2
-        second = subprocess.run(command, capture_output=True, text=True, timeout=300, check=False)
-        assert second.returncode == 0, second.stderr
-    job = tmp_path / "job"
-    runs = sorted((job / "runs").iterdir())
-    assert len(runs) == 2, runs
-    log = [json.loads(line) for line in (job / "runs.jsonl").read_text().splitlines()]
-    assert [e["run"] for e in log] == [r.name for r in runs]
-    assert [(e["status"], e["exit_code"]) for e in log] == [("completed", 0)] * 2
-    assert (job / "latest").resolve() == runs[1].resolve()
-    first_kinds = [r.type for r in responses(runs[0] / "warcs")]
-    assert first_kinds and set(first_kinds) == {"response"}
-    second_kinds = [r.type for r in responses(runs[1] / "warcs")]
-    assert second_kinds.count("revisit") >= 4 and second_kinds.count("response") >= 1
-    assert log[1]["previous"] == str(runs[0])
-    assert list(runs[1].glob("*.wacz"))  # wacz = true in the example
+
+    def two_runs(line: str, tmp: Path) -> None:
+        cwd = workdir(tmp)
+        with SiteServer().running_in_thread() as site:
+            changing = ChangingSite(site)
+            replace = machine_paths(line, example_job(tmp, site.url("/")))
+            first = doc.run(line, cwd=cwd, replace=replace)
+            assert first.returncode == 0, first.stderr
+            changing.version = 2
+            second = doc.run(line, cwd=cwd, replace=replace)
+            assert second.returncode == 0, second.stderr
+        job = tmp / "job"
+        runs = sorted((job / "runs").iterdir())
+        assert len(runs) == 2, runs
+        log = job_log(job)
+        assert [e["run"] for e in log] == [r.name for r in runs]
+        assert [(e["status"], e["exit_code"]) for e in log] == [("completed", 0)] * 2
+        assert (job / "latest").resolve() == runs[1].resolve()
+        first_kinds = [r.type for r in responses(runs[0] / "warcs")]
+        assert first_kinds and set(first_kinds) == {"response"}
+        second_kinds = [r.type for r in responses(runs[1] / "warcs")]
+        assert second_kinds.count("revisit") >= 4 and second_kinds.count("response") >= 1
+        assert log[1]["previous"] == str(runs[0])
+        assert list(runs[1].glob("*.wacz"))  # wacz = true in the example
+
+    both_at_once(two_runs, tmp_path)
+
+
+@dataclass
+class HeldPages:
+    """A home page linking six pages, each answered only once ``release`` is set."""
+
+    site: SiteServer
+    entered: threading.Event = field(default_factory=threading.Event)
+    release: threading.Event = field(default_factory=threading.Event)
+    paths: tuple[str, ...] = tuple(f"/p{i}" for i in range(6))
+
+    def __post_init__(self) -> None:
+        self.site.add_page("/", " ".join(f'<a href="{p}">{p}</a>' for p in self.paths))
+
+        async def held(request: web.Request) -> web.StreamResponse:
+            self.entered.set()
+            await asyncio.get_running_loop().run_in_executor(None, self.release.wait, 120)
+            return web.Response(text=f"page {request.path}", content_type="text/html")
+
+        for path in self.paths:
+            self.site.add_handler(path, held)
+
+
+@documents(CRON, UNIT, BY_HAND)
+def test_a_locked_run_and_an_interrupted_one_from_the_documented_command_lines(
+    doc: DocShell, tmp_path: Path
+) -> None:
+    """While a run from the documented line is mid-crawl, the same line (and the README's line
+    for running the job by hand) exits at once with 4 and does nothing; a SIGTERM then stops
+    the run with 3 after its in-flight fetches, and the same line again resumes it to the end:
+    one run directory, every page fetched once."""
+
+    def interrupted_then_resumed(line: str, tmp: Path) -> None:
+        cwd = workdir(tmp)
+        with SiteServer().running_in_thread() as site:
+            pages = HeldPages(site)
+            config = example_job(tmp, site.url("/"))
+            running = doc.start(line, cwd=cwd, replace=machine_paths(line, config))
+            try:
+                wait_for(pages.entered, running)  # mid-crawl, holding the job lock
+                for other in (line, BY_HAND):
+                    locked = doc.run(other, cwd=cwd, replace=machine_paths(other, config))
+                    assert locked.returncode == EXIT_LOCKED, locked.stderr
+                    assert "locked" in locked.stderr, locked.stderr
+                os.killpg(running.pid, signal.SIGTERM)
+                read_until(running.stderr, r"SIGTERM: finishing in-flight fetches")
+            finally:
+                pages.release.set()
+            _, err = running.communicate(timeout=120)
+            assert running.returncode == EXIT_INTERRUPTED, err
+            job = tmp / "job"
+            (run,) = (job / "runs").iterdir()
+            assert [(e["status"], e["exit_code"]) for e in job_log(job)] == [("interrupted", 3)]
+            assert not (job / "latest").exists()  # no completed run yet
+            left = [p for p in pages.paths if site.counters.count(p) == 0]
+            assert left, "the run was interrupted with nothing left to do"
+
+            resumed = doc.run(line, cwd=cwd, replace=machine_paths(line, config))
+            assert resumed.returncode == 0, resumed.stderr
+            assert list((job / "runs").iterdir()) == [run]
+            log = job_log(job)
+            assert [(e["run"], e["status"], e["exit_code"]) for e in log] == [
+                (run.name, "interrupted", 3),
+                (run.name, "completed", 0),
+            ]
+            assert (job / "latest").resolve() == run.resolve()
+            for path in ("/", *pages.paths):
+                assert site.counters.count(path) == 1, path
+                assert len(responses(run / "warcs", site.url(path))) == 1, path
+
+    both_at_once(interrupted_then_resumed, tmp_path)

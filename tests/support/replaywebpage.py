@@ -12,11 +12,18 @@ and service workers (ReplayWeb.page is one). It is started with archiver's own p
 (a process group, reaped on close) and driven over the DevTools pipe with archiver's client.
 The package comes from ``scripts/test``, which fetches it with ``npm pack`` when it is missing;
 without it the tests fail saying so.
+
+:class:`ReplayWebPageApp` opens the whole application instead (``embed="full"``, no URL): the
+archive's page list, its search box ("Search by Page URL, Title, or Text", which searches the
+``text`` of ``pages.jsonl``), and its "Archive Info" (who signed the package). Its text is read
+through every shadow root, as a reader sees it; its IndexedDB ``verification`` store says
+whether ReplayWeb.page found the signature valid.
 """
 
 from __future__ import annotations
 
 import asyncio
+import json
 import shutil
 from collections.abc import Callable
 from pathlib import Path
@@ -50,8 +57,50 @@ embed="replayonly" style="display:block;width:1200px;height:900px"></replay-web-
 """
 
 
+APP = """<!doctype html><html><head><meta charset="utf-8"><script src="/ui.js"></script></head>
+<body><replay-web-page source="/archive.wacz" replayBase="/replay/" embed="full"
+style="display:block;width:1200px;height:900px"></replay-web-page></body></html>
+"""
+#: The text of a document through its shadow roots and slots (what a reader sees, in order).
+DEEP_TEXT = r"""(() => { const out = [];
+  const walk = (node) => {
+    if (node.nodeType === 3) { const t = node.textContent.trim(); if (t) out.push(t); return; }
+    if (node.tagName === 'STYLE' || node.tagName === 'SCRIPT') return;
+    if (node.shadowRoot) walk(node.shadowRoot);
+    if (node.tagName === 'SLOT') for (const a of node.assignedNodes()) walk(a);
+    for (const child of node.childNodes) walk(child);
+  };
+  if (document.body) walk(document.body);
+  return out.join('\n'); })()"""
+#: Focus the page list's search box (inside the app's shadow roots).
+FOCUS_SEARCH = r"""(() => { let found = null;
+  const walk = (node) => {
+    if (found || !node) return;
+    if (node.tagName === 'INPUT' && (node.placeholder || '').startsWith('Search by Page')) {
+      found = node; return; }
+    if (node.shadowRoot) walk(node.shadowRoot);
+    for (const child of node.children || []) walk(child);
+  };
+  walk(document.body); if (found) found.focus(); return !!found; })()"""
+#: ReplayWeb.page's verification records of every collection (IndexedDB ``db:*``).
+VERIFICATION = r"""(async () => { const out = [];
+  for (const info of await indexedDB.databases()) {
+    if (!info.name.startsWith('db:')) continue;
+    const db = await new Promise((ok, fail) => {
+      const r = indexedDB.open(info.name); r.onsuccess = () => ok(r.result); r.onerror = fail; });
+    if (!db.objectStoreNames.contains('verification')) { db.close(); continue; }
+    const rows = await new Promise((ok) => {
+      const r = db.transaction('verification').objectStore('verification').getAll();
+      r.onsuccess = () => ok(r.result); });
+    out.push(...rows); db.close();
+  }
+  return JSON.stringify(out); })()"""
+
+
 class ReplayWebPage:
     """``async with ReplayWebPage(wacz, state_dir) as replay: await replay.text_of(url, ...)``."""
+
+    page = EMBED
 
     def __init__(self, wacz: Path, state_dir: Path) -> None:
         self.wacz = wacz
@@ -95,7 +144,7 @@ class ReplayWebPage:
     async def _embed(self, request: web.Request) -> web.Response:
         url = request.query.get("url", "")
         return web.Response(
-            text=EMBED.format(url=url.replace('"', "%22")), content_type="text/html"
+            text=self.page.format(url=url.replace('"', "%22")), content_type="text/html"
         )
 
     def _file(self, name: str) -> Callable[[web.Request], Any]:
@@ -113,18 +162,25 @@ class ReplayWebPage:
         """The rendered text of ``url`` replayed from the WACZ, once ``done`` accepts it."""
         assert self._browser is not None
         browser = self._browser.connection.browser
-        created = await browser.send("Target.createTarget", {"url": "about:blank"}, timeout=30)
+        target, session = await self._open_tab(f"{self.base}/?url={url}")
         try:
-            attached = await browser.send(
-                "Target.attachToTarget", {"targetId": created["targetId"], "flatten": True},
-                timeout=30,
-            )  # fmt: skip
-            session = self._browser.connection.session(attached["sessionId"])
-            await session.send("Page.enable", timeout=30)
-            await session.send("Page.navigate", {"url": f"{self.base}/?url={url}"}, timeout=30)
             return await _replayed_text(session, url, done)
         finally:
-            await browser.send("Target.closeTarget", {"targetId": created["targetId"]}, timeout=30)
+            await browser.send("Target.closeTarget", {"targetId": target}, timeout=30)
+
+    async def _open_tab(self, url: str) -> tuple[str, Session]:
+        """A new tab navigating to ``url``: its target id and its session."""
+        assert self._browser is not None
+        browser = self._browser.connection.browser
+        created = await browser.send("Target.createTarget", {"url": "about:blank"}, timeout=30)
+        attached = await browser.send(
+            "Target.attachToTarget", {"targetId": created["targetId"], "flatten": True},
+            timeout=30,
+        )  # fmt: skip
+        session = self._browser.connection.session(attached["sessionId"])
+        await session.send("Page.enable", timeout=30)
+        await session.send("Page.navigate", {"url": url}, timeout=30)
+        return str(created["targetId"]), session
 
 
 async def _replayed_text(session: Session, url: str, done: Callable[[str], bool]) -> str:
@@ -166,3 +222,75 @@ async def _frame_text(session: Session, frame: str) -> str:
         timeout=30,
     )
     return str(reply.get("result", {}).get("value") or "")
+
+
+class ReplayWebPageApp(ReplayWebPage):
+    """The whole application on the package: ``async with ReplayWebPageApp(wacz, dir) as app:
+    await app.open(); await app.wait_for(lambda text: ...); await app.search("word")``."""
+
+    page = APP
+
+    def __init__(self, wacz: Path, state_dir: Path) -> None:
+        super().__init__(wacz, state_dir)
+        self._session: Session | None = None
+
+    async def open(self) -> None:
+        """The application in a new tab (closed with the browser)."""
+        _, self._session = await self._open_tab(f"{self.base}/")
+
+    async def _app_frame(self) -> str | None:
+        """The frame of the application (``/replay/?source=…``), once it exists."""
+        assert self._session is not None
+        tree = await self._session.send("Page.getFrameTree", timeout=30)
+        pending = [tree["frameTree"]]
+        while pending:
+            node = pending.pop()
+            if "/replay/?source=" in str(node["frame"].get("url", "")):
+                return str(node["frame"]["id"])
+            pending += node.get("childFrames", [])
+        return None
+
+    async def _evaluate(self, expression: str) -> Any:
+        assert self._session is not None
+        frame = await self._app_frame()
+        if frame is None:
+            return None
+        world = await self._session.send("Page.createIsolatedWorld", {"frameId": frame}, timeout=30)
+        reply = await self._session.send(
+            "Runtime.evaluate",
+            {
+                "expression": expression,
+                "contextId": world["executionContextId"],
+                "returnByValue": True,
+                "awaitPromise": True,
+            },
+            timeout=30,
+        )
+        return reply.get("result", {}).get("value")
+
+    async def wait_for(self, done: Callable[[str], bool]) -> str:
+        """The application's text, once ``done`` accepts it."""
+        loop = asyncio.get_running_loop()
+        end = loop.time() + REPLAY_WAIT
+        text = ""
+        while loop.time() < end:
+            text = str(await self._evaluate(DEEP_TEXT) or "")
+            if done(text):
+                return text
+            await asyncio.sleep(0.25)
+        raise AssertionError(
+            f"ReplayWeb.page did not show what was expected; its text ended: {text[-1500:]!r}"
+        )
+
+    async def search(self, words: str) -> None:
+        """Type ``words`` into the page list's search box."""
+        assert self._session is not None
+        if not await self._evaluate(FOCUS_SEARCH):
+            raise AssertionError("ReplayWeb.page shows no page search box")
+        await self._session.send("Input.insertText", {"text": words}, timeout=30)
+
+    async def verification(self) -> list[dict[str, Any]]:
+        """ReplayWeb.page's verification records (``id``, ``expected``, ``matched``)."""
+        rows = json.loads(str(await self._evaluate(VERIFICATION) or "[]"))
+        assert isinstance(rows, list)
+        return rows

@@ -3,26 +3,24 @@
 A redirect's ``Location`` (RFC 9110 section 10.2.2), a sitemap's entries, or an HTML page's or a
 stylesheet's links (:mod:`archiver.extract.links`) become children of the lease's item; scope
 decides which are crawled, and the frontier drops the ones it has seen. Each HTML page is also
-listed in ``pages.jsonl`` (the WACZ's page list). Children are queued before the lease's outcome
-is handed to the frontier, so a resumed crawl never loses the children of a done URL.
+listed in ``pages.jsonl`` (the WACZ's page list), with its text when ``--text`` asks
+(:mod:`archiver.extract.text`). Children are queued before the lease's outcome is handed to the
+frontier, so a resumed crawl never loses the children of a done URL.
 """
 
 from __future__ import annotations
 
-import json
 from datetime import datetime
-
-import orjson
 
 from archiver import urls
 from archiver.extract import links
 from archiver.extract.decoding import ContentDecodingError
 from archiver.extract.links import CSS_TYPES, HTML_TYPES
+from archiver.extract.text import page_text
 from archiver.models import CrawlItem, Exchange, Hop, SkipReason
+from archiver.pipeline.outcomes import Outcomes
+from archiver.pipeline.parts import Parts, RunContext
 from archiver.policy.sitemaps import is_sitemap
-from archiver.run.outcomes import Outcomes
-from archiver.run.parts import Parts, RunContext
-from archiver.timefmt import warc_date
 
 #: URLs remembered as recently queued or rejected (each set is cleared when it grows past this)
 RECENT_LIMIT = 200_000
@@ -39,7 +37,7 @@ class Discovery:
         self._frontier = parts.frontier
         self._scope = parts.scope
         self._sitemaps = parts.sitemaps
-        self._pages_file = parts.pages_file
+        self._pages = parts.pages
         self._outcomes = outcomes
         #: URLs recently queued, and (URL, hop) recently rejected by scope: repeats skip work
         self._recent_queued: set[str] = set()
@@ -52,20 +50,23 @@ class Discovery:
 
     async def discover(
         self, item: CrawlItem, ex: Exchange, *, requisites: bool = True, list_page: bool = True
-    ) -> None:
+    ) -> str | None:
         """Queue the redirect target, the sitemap's entries or the links of the response. A
         page that a browser is about to load has its requisites loaded by the browser and is
-        listed with its DOM's title: then ``requisites`` and ``list_page`` are False."""
+        listed with its DOM's title: then ``requisites`` and ``list_page`` are False. Returns
+        the text the page was listed with (``--text``), for its record."""
+        text = None
         if 300 <= ex.status < 400:
             children = self._redirect(item, ex)
         elif is_sitemap(item):
             children = self._sitemap_entries(item, ex)
         elif 200 <= ex.status < 300 and ex.body is not None:
-            children = self._links(item, ex, requisites=requisites, list_page=list_page)
+            children, text = self._links(item, ex, requisites=requisites, list_page=list_page)
         else:
             children = []
         if children:
             await self.put(children)
+        return text
 
     def _redirect(self, item: CrawlItem, ex: Exchange) -> list[CrawlItem]:
         location = ex.header("Location")
@@ -102,13 +103,16 @@ class Discovery:
 
     def _links(
         self, item: CrawlItem, ex: Exchange, *, requisites: bool, list_page: bool
-    ) -> list[CrawlItem]:
-        """The page's links and requisites not queued or rejected recently; the page listed."""
+    ) -> tuple[list[CrawlItem], str | None]:
+        """The page's links and requisites not queued or rejected recently; the page listed
+        (and its text, with ``--text``)."""
         found = self._extract(item, ex)
         if found is None:
-            return []
+            return [], None
+        text = None
         if list_page and ex.content_type in HTML_TYPES and not item.is_requisite:
-            self.record_page(ex.target_uri, ex.date, found.title)
+            text = self._text(item, ex)
+            self.record_page(ex.target_uri, ex.date, found.title, text)
         queued, rejected = self._recent_queued, self._recent_rejected
         children = [
             item.child(url, Hop.LINK)
@@ -121,7 +125,18 @@ class Discovery:
                 for url in found.requisites
                 if url not in queued and (url, Hop.EMBED) not in rejected
             ]
-        return children
+        return children, text
+
+    def _text(self, item: CrawlItem, ex: Exchange) -> str | None:
+        """The page's text for ``--text`` (None without it, or when it cannot be decoded)."""
+        if not self._settings.text:
+            return None
+        try:
+            return page_text(
+                ex.body or b"", ex.header("Content-Encoding"), limit=self._settings.text_max
+            )
+        except ContentDecodingError:
+            return None  # already warned about by the link extraction
 
     def _extract(self, item: CrawlItem, ex: Exchange) -> links.Links | None:
         if ex.content_type not in HTML_TYPES and ex.content_type not in CSS_TYPES:
@@ -143,17 +158,13 @@ class Discovery:
             )
         return found
 
-    def record_page(self, url: str, date: datetime, title: str | None) -> None:
-        """List a page in ``pages.jsonl`` (the WACZ's page list): its URL, capture time and
-        title."""
-        if self._pages_file is None:
-            return
-        entry = {"url": url, "ts": warc_date(date), "title": title}
-        try:
-            line = orjson.dumps(entry).decode("utf-8")
-        except TypeError:  # a lone surrogate in a title: orjson refuses it, escaped JSON keeps it
-            line = json.dumps(entry)
-        self._pages_file.write(line + "\n")
+    def record_page(
+        self, url: str, date: datetime, title: str | None, text: str | None = None
+    ) -> None:
+        """List a page in ``pages.jsonl`` (the WACZ's page list): its URL, capture time,
+        title, and text (``--text``)."""
+        if self._pages is not None:
+            self._pages.add(url, date, title, text)
 
     async def put(self, items: list[CrawlItem]) -> None:
         """Scope-check discovered items and queue the accepted ones (the frontier drops the

@@ -35,11 +35,12 @@ that stops at a ``--max-*`` limit lets the others reach theirs (``--max-pages`` 
 crawler process sees its standard input close (and gets SIGTERM from the kernel: prctl(2)
 ``PR_SET_PDEATHSIG``), stops at once and exits; the keeper then stops redis-server. Nothing is
 left running, and the next run resumes: it waits for processes still stopping, reaps a
-redis-server left behind (:mod:`archiver.run.redisserver`), and starts the same names again.
+redis-server left behind (:mod:`archiver.processes.redisserver`), and starts the same names again.
 
 Figures. Each crawler process prints a JSON stats line every second; the supervisor keeps the
-latest of each and shows their sum (:mod:`archiver.run.merge`), and writes the crawl's
-``summary.json`` from the processes' own summaries.
+latest of each and shows their sum (:meth:`archiver.run.stats.Snapshot.merged`), and writes the
+crawl's ``summary.json`` from the processes' own summaries
+(:meth:`archiver.run.stats.Summary.merged`).
 """
 
 from __future__ import annotations
@@ -47,6 +48,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import dataclasses
+import json
 import os
 import pickle
 import signal
@@ -54,16 +56,24 @@ import socket
 import struct
 import sys
 import time
-from collections import deque
+from collections import Counter, deque
 from dataclasses import dataclass, field
 from typing import IO, Any
 
-from archiver.config.assemble import check_browser, cookie_file, frontier_config, seed_list
+from archiver.config.assemble import (
+    check_browser,
+    cookie_file,
+    frontier_config,
+    seed_list,
+    wacz_signer,
+    wants_wacz,
+)
 from archiver.config.settings import Settings
-from archiver.errors import ArchiverError, LockedError, OutputError
+from archiver.errors import ArchiverError, LockedError
 from archiver.frontier import open_backend
 from archiver.frontier.config import REDIS_SCHEMES
-from archiver.run import finish, merge, wiring
+from archiver.processes.redisserver import PrivateRedis, redis_binary
+from archiver.run import finish, wiring
 from archiver.run.finish import CrawlResult
 from archiver.run.log import crawl_logger
 from archiver.run.output import (
@@ -79,8 +89,9 @@ from archiver.run.output import (
     write_json_atomic,
     write_status,
 )
-from archiver.run.redisserver import PrivateRedis, redis_binary
 from archiver.run.resume import repair_open_warcs
+from archiver.run.stats import Snapshot, Summary
+from archiver.sign.signer import Signer
 from archiver.urls import redact_url
 from archiver.version import __version__
 from archiver.warc.naming import safe_name_part, warc_files
@@ -152,8 +163,8 @@ class Slot:
     process: asyncio.subprocess.Process | None = None
     started: float = 0.0  #: monotonic time of the current start
     signals: int = 0  #: SIGTERMs sent to the current process
-    snapshot: dict[str, Any] = field(default_factory=dict)  #: its latest stats line
-    views: list[dict[str, Any]] = field(default_factory=list)  #: ended runs, for the display
+    snapshot: Snapshot | None = None  #: its latest stats line
+    views: list[Snapshot] = field(default_factory=list)  #: ended runs, for the display
     quick_deaths: int = 0
     status: str | None = None  #: how it ended for good
     reason: str | None = None
@@ -178,9 +189,11 @@ class Supervisor:
         self._final: tuple[str, str | None] | None = None
         self._started = time.time()
         self._clock = time.monotonic()
-        self._frontier: dict[str, Any] = {}
-        self._ended: list[tuple[float, dict[str, Any]]] = []  #: (offset, summary), in order
+        #: the latest stats line of any process: the shared queue's figures
+        self._latest: Snapshot | None = None
+        self._ended: list[tuple[float, Summary]] = []  #: (offset, summary), in order
         self._runs: list[dict[str, Any]] = []
+        self._signer: Signer | None = None
 
     # -- control ----------------------------------------------------------------------------
 
@@ -210,17 +223,20 @@ class Supervisor:
             with contextlib.suppress(ProcessLookupError):
                 process.send_signal(signal.SIGTERM)
 
-    def snapshot(self) -> dict[str, Any]:
+    def snapshot(self) -> Snapshot:
+        """The crawl's figures: the processes' latest stats lines and their ended runs, added
+        up (:meth:`archiver.run.stats.Snapshot.merged`)."""
         parts = [view for slot in self.slots for view in slot.views]
-        parts += [slot.snapshot for slot in self.slots if slot.snapshot]
-        merged = merge.merge_snapshots(
-            parts, elapsed=time.monotonic() - self._clock, stopping=self._stopping
+        parts += [slot.snapshot for slot in self.slots if slot.snapshot is not None]
+        return Snapshot.merged(
+            parts,
+            queue=self._latest,
+            elapsed=time.monotonic() - self._clock,
+            stopping=self._stopping,
+            processes=sum(
+                1 for s in self.slots if s.process is not None and s.process.returncode is None
+            ),
         )
-        merged.update({k: v for k, v in self._frontier.items() if k in merge.FRONTIER})
-        merged["processes"] = sum(
-            1 for s in self.slots if s.process is not None and s.process.returncode is None
-        )
-        return merged
 
     # -- the run ----------------------------------------------------------------------------
 
@@ -230,6 +246,7 @@ class Supervisor:
         seeds = seed_list(settings)  # usage errors come first, before anything is written
         cookie_file(settings)
         check_browser(settings)
+        self._signer = wacz_signer(settings)
         binary = redis_binary() if self.private else None
         self.layout.root.mkdir(parents=True, exist_ok=True)
         lock = OutputLock(self.layout.lock_file)
@@ -303,9 +320,11 @@ class Supervisor:
         """A completed first run in which every fetch failed and nothing was archived failed,
         as a single process's does (a scheduled run must not report an empty success)."""
         parts = [part for _, part in self._ended]
-        if status != STATUS_COMPLETED or resumed or any(p.get("captures") for p in parts):
+        if status != STATUS_COMPLETED or resumed or any(p.captures for p in parts):
             return status, reason
-        failures = merge.add_tables(p.get("failures") for p in parts)
+        failures: Counter[str] = Counter()
+        for part in parts:
+            failures.update(part.failures)
         if not failures:
             return status, reason
         counts = ", ".join(f"{name}: {n}" for name, n in failures.most_common())
@@ -396,7 +415,7 @@ class Supervisor:
             start_new_session=True,  # a Ctrl-C on the terminal reaches the supervisor alone
             limit=LINE_LIMIT,
         )
-        slot.started, slot.signals, slot.snapshot = time.monotonic(), 0, {}
+        slot.started, slot.signals, slot.snapshot = time.monotonic(), 0, None
         self.log.info("process-start", process=slot.process_id, pid=process.pid)
         assert process.stdin is not None and process.stderr is not None
         process.stdin.write(child_message(slot.settings, slot.process_id))
@@ -419,9 +438,9 @@ class Supervisor:
                 return
             if line.startswith(_STATS_PREFIX):
                 with contextlib.suppress(ValueError):
-                    data = merge.json_object(line)
-                    slot.snapshot = data
-                    self._frontier = {k: data[k] for k in merge.FRONTIER if k in data}
+                    data = json.loads(line)
+                    if isinstance(data, dict):
+                        slot.snapshot = self._latest = Snapshot.from_json(data)
                 continue
             text = line.decode("utf-8", "replace")
             slot.said.append(text.strip())
@@ -433,19 +452,25 @@ class Supervisor:
         """Record how the slot's process ended; True to start it again."""
         assert slot.process is not None
         pid = slot.process.pid
-        summary = read_json(Layout(self.layout.root, process=slot.process_id).summary)
+        written = read_json(Layout(self.layout.root, process=slot.process_id).summary)
         offset = slot.started - self._clock
-        part = summary or merge.partial_summary(slot.snapshot)
+        if written:
+            summary: Summary | None = Summary.from_json(written)
+            part = summary
+        else:  # killed before it could write one: what its last stats line said
+            summary = None
+            part = Summary.from_snapshot(slot.snapshot or Snapshot())
+        assert part is not None
         self._ended.append((offset, part))
-        slot.views.append({**part, "top_hosts": part.get("by_host"), "in_flight": 0})
-        slot.snapshot = {}
-        status = str(summary.get("status") or "") or None
+        slot.views.append(part.as_snapshot())
+        slot.snapshot = None
+        status = summary.status if summary is not None else None
         self._runs.append({"process": slot.process_id, "pid": pid, "exit": code, "status": status})
         self.log.info("process-exit", process=slot.process_id, pid=pid, exit=code, status=status)
         if code < 0 or code > 4:  # killed by a signal (or a runtime that died)
             return self._died(slot, pid, code)
         slot.quick_deaths = 0
-        reason = summary.get("reason") if summary else (slot.said[-1] if slot.said else None)
+        reason = summary.reason if summary else (slot.said[-1] if slot.said else None)
         slot.status, slot.reason = status or _status_of(code), reason
         if slot.status == STATUS_FAILED or code in (1, 2, 4):
             slot.status = STATUS_FAILED
@@ -577,55 +602,53 @@ class Supervisor:
         except (OSError, ArchiverError) as exc:
             status, reason = STATUS_INTERRUPTED, f"writing the index failed: {exc}"
         summary = self._summary(status, reason, seeds, resumed=resumed)
-        if s.wacz and status in (STATUS_COMPLETED, STATUS_LIMIT) and layout.index.exists():
-            try:
-                await asyncio.to_thread(
-                    finish.package_crawl,
-                    layout.root,
-                    layout.wacz,
-                    description=s.description or None,
-                    seeds=list(seeds),
-                    depends_on=summary.get("depends_on") or [],
-                )
-            except (OSError, OutputError) as exc:
-                summary["wacz_error"] = str(exc)
-            summary["wacz"] = layout.wacz.name if layout.wacz.exists() else None
-        with contextlib.suppress(OSError):
-            write_json_atomic(layout.summary, summary)
-        if self.log is not None:
-            ended = ("captures", "pages", "bytes_written", "duration_seconds")
-            self.log.info(
-                "crawl-end", status=status, reason=reason, **{k: summary[k] for k in ended}
+        if wants_wacz(s) and status in (STATUS_COMPLETED, STATUS_LIMIT) and layout.index.exists():
+            packaged = await asyncio.to_thread(
+                finish.package_signed,
+                layout.root,
+                layout.wacz,
+                self._signer,
+                finish.Described(s.description or None, list(seeds), summary.depends_on),
             )
+            summary = packaged.added_to(summary)
+            if packaged.signing_error is not None:
+                status, reason = STATUS_FAILED, f"the WACZ is unsigned: {packaged.signing_error}"
+                summary = dataclasses.replace(summary, status=status, reason=reason)
+                if self.log is not None:
+                    self.log.error("wacz-signing-error", error=packaged.signing_error)
+            wacz = layout.wacz.name if layout.wacz.exists() else None
+            summary = dataclasses.replace(summary, wacz=wacz)
+        with contextlib.suppress(OSError):
+            write_json_atomic(layout.summary, summary.to_json())
+        if self.log is not None:
+            finish.log_end(self.log, summary)
         return status, reason
 
     def _summary(
         self, status: str, reason: str | None, seeds: tuple[str, ...], *, resumed: bool
-    ) -> dict[str, Any]:
+    ) -> Summary:
         layout = self.layout
-        summary = merge.merge_summaries(
+        summary = Summary.merged(
             self._ended, started=self._started, duration=time.monotonic() - self._clock
         )
-        full = [part for _, part in self._ended if "status" in part]
-        last = full[-1] if full else {}
-        summary.update(
+        whole = [part for _, part in self._ended if part.status is not None]
+        last = whole[-1] if whole else Summary()
+        return dataclasses.replace(
+            summary,
             status=status,
             reason=reason,
             output=str(layout.root),
             resumed=resumed,
-            seeds=list(seeds),
-            warc_files=[str(p.relative_to(layout.root)) for p in warc_files(layout.warcs)],
+            seeds=seeds,
+            warc_files=tuple(str(p.relative_to(layout.root)) for p in warc_files(layout.warcs)),
             index=str(layout.index.relative_to(layout.root)),
             wacz=None,
-            dedup_sources=last.get("dedup_sources", []),
-            depends_on=last.get("depends_on", []),
-            traps=merge.merge_traps(p.get("traps") for p in full),
-            robots=merge.merge_robots(p.get("robots") for p in full),
-            frontier=last.get("frontier"),
+            dedup_sources=last.dedup_sources,
+            depends_on=last.depends_on,
+            frontier=last.frontier,
             processes={"count": self.settings.processes, "runs": self._runs},
             version=__version__,
         )
-        return summary
 
 
 def _status_of(code: int) -> str:

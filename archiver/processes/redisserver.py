@@ -17,7 +17,7 @@ the directory say who may connect, and there is no port to find or to race for);
 can lose the last second, whose URLs are then fetched again); ``save ""`` (no RDB snapshots
 beside the AOF).
 
-The server is a child of the keeper (:mod:`archiver.run.keeper`), which stops it once the
+The server is a child of the keeper (:mod:`archiver.processes.keeper`), which stops it once the
 supervisor and every crawler process have exited, however they exited. A server left running by
 a dead run (a machine that ran out of memory, a killed keeper on a system without prctl) is
 found through the pid file at the next start; before anything is signalled its identity is
@@ -41,7 +41,7 @@ import time
 from pathlib import Path
 
 from archiver.errors import OutputError, SettingsError
-from archiver.run import keeper
+from archiver.processes import keeper
 
 INSTALL_HINT = "Debian/Ubuntu: apt-get install redis-server; macOS: brew install redis"
 #: The directory a socket goes to when the state directory is too deep (under /tmp).

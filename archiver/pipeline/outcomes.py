@@ -23,8 +23,8 @@ from archiver.models import (
     TaskResult,
     WrittenCapture,
 )
+from archiver.pipeline.parts import RunContext
 from archiver.policy.politeness import parse_retry_after
-from archiver.run.parts import RunContext
 from archiver.timefmt import warc_date
 from archiver.warc import records
 

@@ -13,7 +13,7 @@ from pathlib import Path
 
 import redis
 
-from archiver.run.redisserver import PrivateRedis, redis_binary
+from archiver.processes.redisserver import PrivateRedis, redis_binary
 from tests.support.processes import wait_exited
 
 

@@ -1,11 +1,12 @@
 """What the pipeline of one run is made of: built by :mod:`archiver.run.wiring`, used by
-:mod:`archiver.run.pipeline` and the parts it delegates to (discovery, recording, outcomes)."""
+:mod:`archiver.pipeline.pipeline` and the parts it delegates to (discovery, recording, outcomes)."""
 
 from __future__ import annotations
 
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
-from typing import IO, TYPE_CHECKING, Any, Protocol
+from datetime import datetime
+from typing import TYPE_CHECKING, Any, Protocol
 
 from archiver.config.settings import Settings
 from archiver.dedup.digests import DigestIndex
@@ -13,16 +14,17 @@ from archiver.dedup.previous import PreviousCrawls
 from archiver.fetch.fetcher import Fetcher
 from archiver.frontier.base import Frontier
 from archiver.models import CrawlItem, Exchange
+from archiver.pipeline.counters import CrawlStats
+from archiver.pipeline.recall import Recall
 from archiver.policy.ignores import Exclusions
 from archiver.policy.robots import RobotsReport, RobotsRules, RobotsStats
 from archiver.policy.scope import Scope
 from archiver.policy.sitemaps import SitemapPolicy
-from archiver.run.stats import CrawlStats
 from archiver.warc.records import RecordFactory
 from archiver.warc.writer import Writer
 
 if TYPE_CHECKING:
-    from archiver.run.browsing import BrowserParts
+    from archiver.browser.pool import BrowserPool
 
 #: Fetch a URL and archive the exchange as part of the current lease (used for robots.txt).
 ArchiveFetch = Callable[[str], Awaitable[Exchange]]
@@ -38,6 +40,22 @@ class RobotsChecker(Protocol):
     def take_reports(self) -> list[RobotsReport]: ...
 
     def statistics(self) -> RobotsStats: ...
+
+
+class PageList(Protocol):
+    """Where the crawl's pages are listed (``pages.jsonl``, the WACZ's page list)."""
+
+    def add(self, url: str, date: datetime, title: str | None, text: str | None = None) -> None: ...
+
+
+@dataclass(frozen=True, slots=True)
+class BrowserParts:
+    """What the browser stage is made of (``--browser all|auto``)."""
+
+    pool: BrowserPool
+    recall: Recall
+    mode: str  #: ``all`` or ``auto``
+    max_body: int
 
 
 @dataclass(frozen=True, slots=True)
@@ -65,11 +83,11 @@ class Parts:
     writer: Writer
     scope: Scope
     sitemaps: SitemapPolicy
-    pages_file: IO[str] | None
+    pages: PageList | None
     #: the browser, its requests' recall and its mode, in a crawl that uses one
     browser: BrowserParts | None = None
     #: --exclude and the live ignores: checked again when a URL is leased (run.control)
     exclusions: Exclusions = field(default_factory=Exclusions)
 
 
-__all__ = ["ArchiveFetch", "Parts", "RobotsChecker", "RunContext"]
+__all__ = ["ArchiveFetch", "BrowserParts", "PageList", "Parts", "RobotsChecker", "RunContext"]

@@ -16,9 +16,20 @@ from archiver import urls
 from archiver.dedup.revalidation import Revalidation
 from archiver.extract.links import HTML_TYPES
 from archiver.models import Exchange, Original, WrittenCapture
-from archiver.run.parts import Parts, RunContext
+from archiver.pipeline.parts import Parts, RunContext
 from archiver.warc import records
 from archiver.warc.records import PendingCapture
+
+#: the target URI prefix of a page's text record (Browsertrix Crawler's ``urn:text:``)
+TEXT_PREFIX = "urn:text:"
+
+
+def text_capture(factory: records.RecordFactory, url: str, text: str) -> PendingCapture:
+    """A page's text as a ``resource`` record ``urn:text:URL`` (``--text-records``; the name
+    Browsertrix Crawler gives the text it extracts), UTF-8 plain text."""
+    return factory.resource(
+        TEXT_PREFIX + url, "text/plain; charset=utf-8", text.encode("utf-8", "replace")
+    )
 
 
 class Recorder:

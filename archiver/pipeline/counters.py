@@ -1,0 +1,123 @@
+"""What the pipeline of one run counts: captures, pages, bytes, failures, skips, and what the
+browser did; ``summary.json``, the progress display and the report show them.
+
+Updated by the pipeline as captures, failures and skips happen; read by the run's figures
+(:mod:`archiver.run.stats`). Memory stays bounded: per-host and per-MIME tables are capped, the
+time series is per second with a cap, and only the largest resources are kept.
+"""
+
+from __future__ import annotations
+
+import heapq
+import time
+from collections import Counter
+from dataclasses import dataclass, field
+
+MAX_TABLE = 10_000
+MAX_SERIES = 86_400 * 2
+LARGEST_KEPT = 25
+
+
+def status_class(status: int | None) -> str:
+    if status is None:
+        return "none"
+    return f"{status // 100}xx" if 100 <= status < 600 else "other"
+
+
+@dataclass(slots=True)
+class BrowserCounters:
+    """What the browser did in a crawl that uses one (``--browser all|auto``)."""
+
+    pages: int = 0  #: pages loaded in the browser and read
+    failed: int = 0  #: pages given up with reason ``browser`` (after their retries)
+    retried: int = 0  #: loads that failed and were tried again later
+    requests: int = 0  #: requests the pages made (each answered or refused once)
+    from_records: int = 0  #: requests answered from a capture the crawl already held
+    fetched: int = 0  #: requests performed by the fetcher and recorded
+    refused: Counter[str] = field(default_factory=Counter)  #: requests refused, by reason
+    screenshots: int = 0
+    by_reason: Counter[str] = field(default_factory=Counter)  #: why pages went to the browser
+
+
+@dataclass(slots=True)
+class CrawlStats:
+    started: float = field(default_factory=time.time)
+    started_monotonic: float = field(default_factory=time.monotonic)
+    captures: int = 0  #: response + revisit records written
+    pages: int = 0  #: HTML captures with a 2xx status
+    revisits: int = 0
+    dedup_bytes_saved: int = 0
+    bytes_received: int = 0  #: response bytes as received (headers + body)
+    bytes_written: int = 0  #: WARC bytes written (set from the writer)
+    retries: int = 0
+    by_status: Counter[str] = field(default_factory=Counter)
+    by_status_code: Counter[int] = field(default_factory=Counter)
+    by_mime: Counter[str] = field(default_factory=Counter)
+    by_host: Counter[str] = field(default_factory=Counter)
+    failures: Counter[str] = field(default_factory=Counter)
+    skips: Counter[str] = field(default_factory=Counter)
+    truncated: Counter[str] = field(default_factory=Counter)
+    seeds_ended: int = 0  #: seeds whose lease ended in this run (not to be retried)
+    seeds_captured: int = 0  #: of those, the ones captured (or recalled from a browser's)
+    per_second: Counter[int] = field(default_factory=Counter)
+    #: set when the crawl uses a browser
+    browser: BrowserCounters | None = None
+    _largest: list[tuple[int, str, str]] = field(default_factory=list)
+
+    def _bump(self, table: Counter[str], key: str) -> None:
+        if key in table or len(table) < MAX_TABLE:
+            table[key] += 1
+        else:
+            table["(other)"] += 1
+
+    def capture(
+        self,
+        *,
+        url: str,
+        host: str,
+        status: int | None,
+        mime: str | None,
+        size: int,
+        revisit: bool,
+        is_page: bool,
+        truncated: str | None = None,
+    ) -> None:
+        self.captures += 1
+        self.bytes_received += size
+        if revisit:
+            self.revisits += 1
+        if is_page:
+            self.pages += 1
+        self._bump(self.by_status, status_class(status))
+        if status is not None:
+            self.by_status_code[status] += 1
+        self._bump(self.by_mime, mime or "(none)")
+        self._bump(self.by_host, host)
+        if truncated:
+            self.truncated[truncated] += 1
+        second = int(time.monotonic() - self.started_monotonic)
+        if second < MAX_SERIES:
+            self.per_second[second] += 1
+        entry = (size, url, mime or "")
+        if len(self._largest) < LARGEST_KEPT:
+            heapq.heappush(self._largest, entry)
+        elif size > self._largest[0][0]:
+            heapq.heapreplace(self._largest, entry)
+
+    def failure(self, reason: str) -> None:
+        self.failures[reason] += 1
+
+    def skip(self, reason: str) -> None:
+        self.skips[reason] += 1
+
+    def seed_ended(self, *, captured: bool) -> None:
+        self.seeds_ended += 1
+        self.seeds_captured += captured
+
+    @property
+    def elapsed(self) -> float:
+        return time.monotonic() - self.started_monotonic
+
+    def largest(self) -> list[tuple[int, str, str]]:
+        """The largest resources captured, largest first: (bytes, URL, MIME type)."""
+        return sorted(self._largest, reverse=True)
