@@ -191,7 +191,8 @@ class Exchange:
     #: The entity body (content-coded as sent, transfer coding removed) when it was small enough
     #: to keep for link extraction; None when it was not kept.
     body: bytes | None = None
-    #: interim (1xx) responses received before this one, as received (not in ``response``)
+    #: interim (1xx) responses received before this one, and runs of empty lines passed over
+    #: before a status line, as received and in order (not in ``response``)
     interim: tuple[bytes, ...] = ()
     _first: dict[str, str] | None = field(default=None, init=False, repr=False, compare=False)
 

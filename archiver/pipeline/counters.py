@@ -63,6 +63,8 @@ class CrawlStats:
     failures: Counter[str] = field(default_factory=Counter)
     skips: Counter[str] = field(default_factory=Counter)
     truncated: Counter[str] = field(default_factory=Counter)
+    seeds_ended: int = 0  #: seeds whose lease ended in this run (not to be retried)
+    seeds_captured: int = 0  #: of those, the ones captured (or recalled from a browser's)
     per_second: Counter[int] = field(default_factory=Counter)
     #: per extractor (archiver.extract.found.Extractor): URLs it queued, and how many of those
     #: (or the targets they redirected to) came back 4xx, the noise measure of an extractor
@@ -129,6 +131,10 @@ class CrawlStats:
 
     def skip(self, reason: str) -> None:
         self.skips[reason] += 1
+
+    def seed_ended(self, *, captured: bool) -> None:
+        self.seeds_ended += 1
+        self.seeds_captured += captured
 
     @property
     def elapsed(self) -> float:

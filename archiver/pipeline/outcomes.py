@@ -66,6 +66,14 @@ class Outcomes:
         self.skip_log(item.via, item.url, reason)
         return TaskResult(Outcome.SKIPPED, reason=reason.value, unsent=unsent)
 
+    def robots_unreachable(self, item: CrawlItem, *, unsent: bool) -> TaskResult:
+        """robots.txt could not be fetched (RFC 9309 section 2.3.1.4: complete disallow until
+        it can): the URL failed, so a crawl that reached nothing else reports a failure."""
+        reason = FailReason.ROBOTS_UNREACHABLE
+        self.fetch_log(item, None, outcome="failed", reason=reason)
+        self._stats.failure(reason.value)
+        return TaskResult(Outcome.FAILED, reason=reason.value, unsent=unsent)
+
     def _retry_delay(self, item: CrawlItem) -> float:
         cap = self._settings.max_retry_after or 600.0
         return float(min(RETRY_BASE_SECONDS * 2**item.tries, cap))

@@ -341,6 +341,8 @@ class Crawler:
         self._busy += 1
         try:
             result = await pipeline.process(capturer)
+            if lease.item.is_seed and result.outcome is not Outcome.RETRY:
+                self.stats.seed_ended(captured=_captured(lease.item.url, result, capturer))
             if pipeline.limit is not None:
                 self._stop(STATUS_LIMIT, pipeline.limit)
             return result
@@ -362,6 +364,14 @@ class Crawler:
             return TaskResult(Outcome.FAILED, reason=FailReason.INTERNAL)
         finally:
             self._busy -= 1
+
+
+def _captured(url: str, result: TaskResult, capturer: Capturer) -> bool:
+    """Whether the lease's own URL is in the archive: done, or a response written for it
+    whatever followed (a page the browser then failed to load is still captured)."""
+    if result.outcome is Outcome.DONE:
+        return True
+    return any(c.primary is not None and c.primary.target_uri == url for c in capturer.captures)
 
 
 async def crawl(settings: Settings, *, console: IO[str] | None = None) -> CrawlResult:

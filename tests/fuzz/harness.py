@@ -24,6 +24,7 @@ NAMES = (
     "robots",
     "sitemap",
     "warc",
+    "warcwalk",
     "cdxj",
     "cookies",
     "ignores",

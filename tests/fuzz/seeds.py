@@ -21,6 +21,7 @@ from archiver.commands.sample import SITE_CSS, THEME_CSS, site_resources
 from archiver.index.cdxj import scan_warc
 from tests.fuzz.harness import NAMES, load
 from tests.fuzz.targets.warc import seed_files
+from tests.fuzz.targets.warcwalk import seed_files as warcwalk_seed_files
 from tests.warc.test_reader import standard
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -124,6 +125,8 @@ def _documents(name: str) -> Iterator[bytes]:
         yield b"http://example.com/a.html\n/relative\nhttps://example.com/b?c=d"
         yield annotated_pdf("http://example.com/a.html", "/b", pages=2)
         yield text_pdf("see http://example.com/t.html")
+    elif name == "warcwalk":
+        yield from warcwalk_seed_files()
 
 
 def _index_of_seed_warc() -> bytes:
