@@ -42,6 +42,7 @@ from archiver.dedup.captured import read_response
 from archiver.errors import OutputError, SettingsError, StateError
 from archiver.extract import links
 from archiver.extract.decoding import ContentDecodingError
+from archiver.extract.found import link_limit
 from archiver.extract.links import CSS_TYPES, HTML_TYPES, MAX_DECODED
 from archiver.frontier.sqlite import SqliteFrontier, write_identity
 from archiver.models import (
@@ -273,7 +274,7 @@ def _children(
             item.url,
             media,
             headers.get("content-encoding"),
-            max_links=settings.max_links_per_page,
+            max_links=link_limit(settings.max_links_per_page),
         )
     except ContentDecodingError:
         return []

@@ -46,8 +46,9 @@ from typing import Any
 import pytest
 
 from archiver.commands.cli import hangup_stops
+from archiver.commands.exits import EXIT_INTERRUPTED, EXIT_OK, exit_code
 from archiver.commands.report import write_report
-from archiver.run.crawler import EXIT_INTERRUPTED, EXIT_OK, Crawler
+from archiver.run.crawler import Crawler
 from tests.conftest import fast_settings
 from tests.run.test_edges_lifecycle import (
     REPO,
@@ -233,14 +234,14 @@ async def test_an_io_error_at_the_warc_stops_resumably(
 
     settings = fast_settings(out, raw_server.url("/"), frontier="sqlite", workers=1)
     result = await Crawler(settings, write_fn=failing_write).run()
-    assert result.exit_code == EXIT_INTERRUPTED
+    assert exit_code(result.status) == EXIT_INTERRUPTED
     assert "Input/output error" in (result.reason or "")
     assert crawl_state(out)["status"] == "interrupted"
     assert stray_tmp(out) == []
     assert_archive_sound(out, stopped=True)
 
     result = await Crawler(settings).run()
-    assert result.exit_code == EXIT_OK, result.reason
+    assert exit_code(result.status) == EXIT_OK, result.reason
     assert_every_page_once(out, site)
 
 
