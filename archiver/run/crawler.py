@@ -519,8 +519,9 @@ def _cannot_write(exc: OSError) -> str:
 
 def _captured(url: str, result: TaskResult, capturer: Capturer) -> bool:
     """Whether the lease's own URL is in the archive: done, or a response written for it
-    whatever followed (a page the browser then failed to load is still captured)."""
-    if result.outcome is Outcome.DONE:
+    whatever followed (a page the browser then failed to load is still captured), or recalled
+    from an earlier try's capture."""
+    if result.outcome is Outcome.DONE or capturer.lease_recalled:
         return True
     return any(c.primary is not None and c.primary.target_uri == url for c in capturer.captures)
 
