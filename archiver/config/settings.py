@@ -125,6 +125,34 @@ def parse_size(value: Any, option: str = "") -> int | None:
     return int(float(match.group(1)) * _SIZE_UNITS[unit])
 
 
+#: The units a size is shown in, largest first (binary before decimal where both fit).
+_SHOWN_UNITS = (
+    ("TiB", 2**40), ("TB", 10**12), ("GiB", 2**30), ("GB", 10**9),
+    ("MiB", 2**20), ("MB", 10**6), ("KiB", 2**10), ("kB", 10**3),
+)  # fmt: skip
+
+
+def size_unit(size: int) -> tuple[str, int]:
+    """The unit a size was most likely given in, so that a message about it speaks the user's
+    unit: the largest that shows it exactly with at most two decimals and four digits
+    (``500MB`` is 500000000 bytes: ``MB``; ``512MiB``: ``MiB``); else the largest decimal
+    unit it reaches (a size given in bytes: shown rounded)."""
+    for name, unit in _SHOWN_UNITS:
+        if unit <= size < 10_000 * unit and (size * 100) % unit == 0:
+            return name, unit
+    for name, unit in _SHOWN_UNITS:
+        if size >= unit and name.endswith("B") and "i" not in name:
+            return name, unit
+    return "bytes", 1
+
+
+def format_size(size: int, unit: tuple[str, int]) -> str:
+    """``size`` in ``unit`` (from :func:`size_unit`), with at most two decimals."""
+    name, factor = unit
+    text = f"{size / factor:.2f}".rstrip("0").rstrip(".")
+    return f"{text} {name}"
+
+
 def parse_duration(value: Any, option: str = "") -> float | None:
     """Seconds from ``30``, ``500ms``, ``45s``, ``10m``, ``2h``, ``1d``; 0/none -> None."""
     if value in (None, "", 0, "0", "none", "unlimited"):
@@ -474,7 +502,9 @@ class Settings:
     seeds_file: Path | None = setting(
         None,
         "crawl",
-        "File with one seed URL per line (# comments allowed).",
+        "File with one seed URL per line (# comments allowed); read in batches while the crawl "
+        "runs, so a million lines cost no start-up; a line that is not a URL is logged and "
+        "left out.",
         parse_optional_path,
         metavar="FILE",
     )
@@ -673,8 +703,60 @@ class Settings:
     max_urls_per_host: int | None = setting(
         None, "scope", "Per-host URL budget; 0 = no limit.", p_optional_int(1), metavar="N"
     )
-    max_links_per_page: int = setting(
-        10_000, "scope", "Links extracted from one page at most.", p_int(1), metavar="N"
+    max_links_per_page: int | None = setting(
+        10_000,
+        "scope",
+        "Links extracted from one page at most; 0 = no limit.",
+        p_optional_int(1),
+        metavar="N",
+    )
+    js_relative_strings: bool = setting(
+        False,
+        "scope",
+        "Also follow relative path strings in scripts ('img/a.png', 'chunk.js'): guesses, "
+        "which Heritrix's users found mostly 404s; absolute and root-relative URL strings in "
+        "scripts and JSON are always followed.",
+        parse_bool,
+    )
+    media: str = setting(
+        "playlists",
+        "scope",
+        "HLS and DASH playlists: 'playlists' follows one rendition of each (the highest "
+        "bandwidth within --media-max-bitrate, else the lowest) and its segments as "
+        "requisites, within --media-max-bytes; 'off' leaves playlists unread.",
+        p_choice("playlists", "off"),
+        choices=("playlists", "off"),
+    )
+    media_max_bitrate: int | None = setting(
+        8_000_000,
+        "scope",
+        "The rendition rule's cap in bits per second (8M: a 1080p stream); 0 = the highest.",
+        parse_size,
+        metavar="BITS",
+    )
+    media_max_bytes: int | None = setting(
+        500_000_000,
+        "scope",
+        "Media bytes one playlist may list, estimated from its renditions' bandwidth and "
+        "segment durations; the later segments are left out (logged). 0 = no limit.",
+        parse_size,
+        metavar="SIZE",
+    )
+    pdf_max_pages: int = setting(
+        1000,
+        "scope",
+        "Pages of a PDF read for links (link annotations and URLs in the text).",
+        p_int(1),
+        metavar="N",
+    )
+    pdf_timeout: float | None = setting(
+        10.0,
+        "scope",
+        "CPU time one PDF may take to read, in a child process with a 1 GiB memory cap: the "
+        "links of the pages read by then are kept, a reader still busy is killed; the crawl "
+        "goes on either way.",
+        parse_duration,
+        metavar="SECONDS",
     )
     sitemaps: str = setting(
         "on",

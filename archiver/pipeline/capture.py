@@ -54,6 +54,7 @@ from archiver.pipeline.outcomes import Outcomes
 from archiver.pipeline.parts import Parts, RunContext
 from archiver.pipeline.recall import RECALLED_METHODS, Claim, Recall, Recalled
 from archiver.pipeline.recording import Recorder
+from archiver.policy.robots import Verdict
 from archiver.policy.sitemaps import is_sitemap
 from archiver.warc.records import PendingCapture
 
@@ -78,6 +79,9 @@ class Refused:
     """Not admitted, and why."""
 
     reason: SkipReason
+    #: refused because robots.txt could not be fetched (RFC 9309 section 2.3.1.4: complete
+    #: disallow until it can): the rules are unknown, so the URL failed rather than skipped
+    robots_unreachable: bool = False
 
 
 class Admitted:
@@ -228,6 +232,8 @@ class Capturer:
         self._booked = True
         #: the leased URL, and the document of a leased hash route: admitted with the lease
         self._own_urls = {lease.item.url, urls.split_route(lease.item.url)[0]}
+        #: the leased URL's own capture was recalled from an earlier try (it is in the archive)
+        self.lease_recalled = False
         #: tasks writing a capture right now (robots.txt's, or a request's records): a task
         #: cancelled there would lose a capture the lease must commit, so whoever cancels the
         #: lease's requests lets these finish (``PageRequests.drain`` of the browser stage)
@@ -253,10 +259,11 @@ class Capturer:
             return Refused(SkipReason.BUDGET)
         if not await self._robots_allow(item):
             shared.budgets.give_back(counts_as_page)
-            return Refused(SkipReason.ROBOTS)
+            return Refused(SkipReason.ROBOTS, robots_unreachable=self._robots_unreachable(item))
         request = Request(item, headers=referer_header(item))
         found = await self._claim(request)
         if isinstance(found, Recalled):
+            self.lease_recalled = True
             return found
         return Admitted(request, found, own=True, counts_as_page=counts_as_page)
 
@@ -314,6 +321,12 @@ class Capturer:
             allowed = await robots.allowed(item, self.fetch_robots)
             await self._shared.robots_reports()
         return allowed
+
+    def _robots_unreachable(self, item: CrawlItem) -> bool:
+        """Whether robots.txt refused ``item`` because it could not be fetched."""
+        robots = self._parts.robots
+        rules = robots.cached(item.url) if robots is not None else None
+        return rules is not None and rules.verdict is Verdict.UNREACHABLE
 
     async def fetch_robots(self, url: str) -> Exchange:
         """Fetch and archive a robots.txt (or a hop of its redirects) in this lease. It uses

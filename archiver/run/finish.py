@@ -46,18 +46,12 @@ from archiver.run.output import (
     write_status,
 )
 from archiver.run.resume import close_abandoned
-from archiver.run.stats import Summary
+from archiver.run.stats import SUMMARY_SEEDS, RunEntry, Summary
 from archiver.run.wiring import Run, Stages
 from archiver.sign.check import Identity
 from archiver.sign.signer import Signer, SigningAttempt
 from archiver.version import __version__
-from archiver.warc.naming import warc_files
-
-EXIT_OK = 0
-EXIT_FAILED = 1
-EXIT_USAGE = 2
-EXIT_INTERRUPTED = 3
-EXIT_LOCKED = 4
+from archiver.warc.naming import archive_files, warc_files
 
 #: How long the final sealing of committed WARC files may wait on the frontier.
 SEAL_TIMEOUT = 60.0
@@ -68,7 +62,6 @@ class CrawlResult:
     """What a crawl returns to the CLI and to Python callers."""
 
     status: str  #: completed, limit, interrupted or failed
-    exit_code: int
     reason: str | None
     output: Path
     resumed: bool = False
@@ -97,7 +90,7 @@ def verdict(run: Run, stages: Stages, status: str, reason: str | None) -> tuple[
     """A completed crawl that archived nothing, or no page, says so."""
     if status != STATUS_COMPLETED:
         return status, reason
-    failed = _nothing_captured(run, stages)
+    failed = _nothing_captured(run, stages) or _no_seed_captured(run)
     if failed is not None:
         stages.log.error("crawl-error", error=failed)
         return STATUS_FAILED, failed
@@ -125,6 +118,22 @@ def _nothing_captured(run: Run, stages: Stages) -> str | None:
     return (
         f"nothing was captured{but}: every fetch failed ({counts}); see crawl.log.jsonl, "
         "fix the cause and run again with --overwrite"
+    )
+
+
+def _no_seed_captured(run: Run) -> str | None:
+    """A crawl none of whose seeds was captured failed (exit code 1), whatever ended them: a
+    seed robots.txt disallows or whose robots.txt cannot be fetched, an address the SSRF guard
+    refuses, a failed fetch. What a scheduled run was asked to archive is not in the archive,
+    and it must not report success."""
+    stats = run.stats
+    if not stats.seeds_ended or stats.seeds_captured or run.resumed or run.process_id is not None:
+        return None
+    ended = stats.skips + stats.failures
+    counts = ", ".join(f"{name}: {n}" for name, n in ended.most_common())
+    return (
+        f"no seed was captured ({counts}); see crawl.log.jsonl, fix the cause and run again "
+        "with --overwrite"
     )
 
 
@@ -169,13 +178,25 @@ async def finish(
     run: Run, stages: Stages, status: str, reason: str | None, *, immediate: bool
 ) -> tuple[str, str | None]:
     """Stop every stage in reverse order, then write the index, the WACZ and the summary.
-    Returns the final status and reason (a failure while finishing can still change them)."""
+    Returns the final status and reason (a failure while finishing can still change them).
+
+    Nothing is written into a crawl directory that is no longer the run's (removed, replaced,
+    unmounted: :class:`archiver.run.disk.DiskGuard`). A write that fails here (a full disk)
+    makes a finished run an interrupted one, which the same command finishes once there is
+    room; the first reason a run stopped for is the one it keeps."""
+    if stages.reserve is not None:
+        stages.reserve.release()  # room for the last words on a full disk
     await _close_browser(stages)
     status, reason = await _close_writer(run, stages, status, reason, immediate=immediate)
     await _close_stages(stages)
     save_cookies(run, stages)
+    lost = stages.guard.check_held() if stages.guard is not None else None
+    if lost is not None:
+        stages.log.error("output-lost", error=lost)
+        stages.crawl_log.close()
+        return _worse(status, reason, lost, always=True)
     last = stages.is_last()  # the last process of a shared crawl merges and packages
-    status, reason = _write_index(run, last, status, reason)
+    status, reason = _write_index(run, stages, last, status, reason)
     packaged = Packaged()
     if wants_wacz(run.settings) and status in (STATUS_COMPLETED, STATUS_LIMIT) and last:
         # only a finished crawl is packaged (`archiver wacz DIR` packages any crawl later)
@@ -186,11 +207,33 @@ async def finish(
             status, reason = STATUS_FAILED, f"the WACZ is unsigned: {packaged.signing_error}"
     summary = crawl_summary(run, stages, status, reason)
     summary = packaged.added_to(summary)
-    with contextlib.suppress(OSError):
+    try:
         write_json_atomic(run.layout.summary, summary.to_json())
+    except OSError as exc:
+        stages.log.error("summary-error", error=_cannot_write(exc))
+        status, reason = _worse(status, reason, f"summary: {_cannot_write(exc)}")
     log_end(stages.log, summary)
     stages.crawl_log.close()
+    failure = stages.crawl_log.failure
+    if failure is not None:
+        status, reason = _worse(status, reason, f"crawl log: {_cannot_write(failure)}")
     return status, reason
+
+
+def _worse(
+    status: str, reason: str | None, problem: str, *, always: bool = False
+) -> tuple[str, str | None]:
+    """A run that was to end well is interrupted by ``problem``; one that already stopped
+    keeps its first reason (``always``: the problem is the reason whatever it was)."""
+    if always or status in (STATUS_COMPLETED, STATUS_LIMIT):
+        return STATUS_INTERRUPTED, problem
+    return status, reason
+
+
+def _cannot_write(exc: OSError) -> str:
+    """``cannot write PATH: No space left on device``."""
+    where = f" {exc.filename}" if exc.filename else ""
+    return f"cannot write{where}: {exc.strerror or exc}"
 
 
 async def _close_browser(stages: Stages) -> None:
@@ -259,14 +302,20 @@ def save_cookies(run: Run, stages: Stages) -> None:
         stages.log.info("cookies-saved", path=str(path), cookies=len(cookies.jar))
 
 
-def _write_index(run: Run, last: bool, status: str, reason: str | None) -> tuple[str, str | None]:
+def _write_index(
+    run: Run, stages: Stages, last: bool, status: str, reason: str | None
+) -> tuple[str, str | None]:
     layout = run.layout
     if not layout.journals.exists():
         return status, reason
     try:
         crawl_index(layout, last=last, cdx11=run.settings.cdx11)
-    except (OSError, ArchiverError) as exc:
-        return STATUS_INTERRUPTED, f"writing the index failed: {exc}"
+    except OSError as exc:
+        stages.log.error("index-error", error=_cannot_write(exc))
+        return _worse(status, reason, f"writing the index failed: {_cannot_write(exc)}")
+    except ArchiverError as exc:
+        stages.log.error("index-error", error=str(exc))
+        return _worse(status, reason, f"writing the index failed: {exc}")
     return status, reason
 
 
@@ -379,7 +428,42 @@ def log_end(log: Any, summary: Summary) -> None:
 
 
 def crawl_summary(run: Run, stages: Stages, status: str, reason: str | None) -> Summary:
-    """summary.json: the counters, how the run ended, and what it wrote."""
+    """summary.json: the counters, how the run ended, and what it wrote; for a crawl directory
+    of its own, the whole crawl across its runs (:meth:`Summary.across_runs`). A process of a
+    shared crawl writes this run's figures, which its supervisor or the report adds up."""
+    this_run = _run_summary(run, stages, status, reason)
+    if run.process_id is not None:
+        return this_run
+    return this_run.across_runs(earlier_summary(run.layout), run_history(run.state))
+
+
+def earlier_summary(layout: Layout) -> Summary | None:
+    """What summary.json said before this run (None without one)."""
+    written = read_json(layout.summary)
+    return Summary.from_json(written) if written else None
+
+
+def run_history(state: Mapping[str, Any]) -> list[RunEntry]:
+    """The crawl's runs before this one as crawl.json records them (the last is this one)."""
+    runs = state.get("runs")
+    if not isinstance(runs, list):
+        return []
+    return [RunEntry.from_json(entry) for entry in runs[:-1] if isinstance(entry, Mapping)]
+
+
+def run_figures(summary: Summary) -> dict[str, Any]:
+    """The figures crawl.json keeps for a run (:class:`RunEntry`'s)."""
+    entry = RunEntry.of(summary)
+    return {
+        "duration_seconds": entry.duration_seconds,
+        "captures": entry.captures,
+        "pages": entry.pages,
+        "bytes_received": entry.bytes_received,
+        "bytes_written": entry.bytes_written,
+    }
+
+
+def _run_summary(run: Run, stages: Stages, status: str, reason: str | None) -> Summary:
     layout, previous = run.layout, stages.previous
     frontier_stats = stages.frontier.statistics() if stages.frontier is not None else None
     return dataclasses.replace(
@@ -388,7 +472,7 @@ def crawl_summary(run: Run, stages: Stages, status: str, reason: str | None) -> 
         reason=reason,
         output=str(layout.root),
         resumed=run.resumed,
-        seeds=run.seeds,
+        seeds=run.seeds[:SUMMARY_SEEDS],
         warc_files=tuple(str(p.relative_to(layout.root)) for p in warc_files(layout.warcs)),
         index=str(layout.index.relative_to(layout.root)),
         wacz=layout.wacz.name if layout.wacz.exists() else None,
@@ -417,24 +501,47 @@ def crawl_summary(run: Run, stages: Stages, status: str, reason: str | None) -> 
 
 
 def crawl_result(
-    layout: Layout, status: str, reason: str | None, state: dict[str, Any], *, resumed: bool
+    layout: Layout,
+    status: str,
+    reason: str | None,
+    state: dict[str, Any],
+    *,
+    resumed: bool,
 ) -> CrawlResult:
-    """Record how the run ended in crawl.json, and say what it left."""
+    """Record how the run ended in crawl.json, and say what it left. A crawl.json that cannot
+    be written leaves the run interrupted whatever it did (it says "running": the next run
+    resumes and records the end)."""
     finish_status(state, status, reason)
+    try:
+        write_status(layout, state)
+    except OSError as exc:
+        status, reason = _worse(status, reason, f"crawl.json: {_cannot_write(exc)}")
+    return unrecorded_result(layout, status, reason, resumed=resumed)
+
+
+def not_started(
+    layout: Layout, state: dict[str, Any], reason: str, *, resumed: bool
+) -> CrawlResult:
+    """A run that could not start writing (the disk full already): interrupted, with the
+    reason in crawl.json when it can be written there."""
+    finish_status(state, STATUS_INTERRUPTED, reason)
     with contextlib.suppress(OSError):
         write_status(layout, state)
-    exit_code = {
-        STATUS_COMPLETED: EXIT_OK,
-        STATUS_LIMIT: EXIT_OK,
-        STATUS_INTERRUPTED: EXIT_INTERRUPTED,
-    }.get(status, EXIT_FAILED)
+    return unrecorded_result(layout, STATUS_INTERRUPTED, reason, resumed=resumed)
+
+
+def unrecorded_result(
+    layout: Layout, status: str, reason: str | None, *, resumed: bool
+) -> CrawlResult:
+    """What the run left, without a word written into the directory (the crawl directory is
+    not the run's any more: nothing may be written into what replaced it)."""
+    files = warc_files(layout.warcs) if layout.warcs.is_dir() else []
     return CrawlResult(
         status=status,
-        exit_code=exit_code,
         reason=reason,
         output=layout.root,
         resumed=resumed,
-        warc_files=warc_files(layout.warcs),
+        warc_files=files,
         index=layout.index if layout.index.exists() else None,
         cdx11=layout.cdx11 if layout.cdx11.exists() else None,
         wacz=layout.wacz if layout.wacz.exists() else None,
@@ -446,7 +553,6 @@ def already_completed(layout: Layout) -> CrawlResult:
     """A resumed crawl that had completed: nothing to do."""
     return CrawlResult(
         STATUS_COMPLETED,
-        EXIT_OK,
         "already completed (use --overwrite to crawl again)",
         layout.root,
         resumed=True,
@@ -460,13 +566,19 @@ def already_completed(layout: Layout) -> CrawlResult:
 
 
 def index_paths(
-    paths: Iterable[Path], output: Path | None = None, *, cdx11: bool = False
+    paths: Iterable[Path],
+    output: Path | None = None,
+    *,
+    cdx11: bool = False,
+    report: cdxj.ScanReport | None = None,
 ) -> tuple[int, Path]:
     """``archiver index``: one sorted CDXJ over crawl directories and/or WARC files.
 
     Crawl directories contribute their writers' journals (abandoned ``.open`` files are closed
-    first); WARC files without a journal are read record by record. File names in the index are
-    base names: the WARC files of all the inputs belong in one archive directory for replay.
+    first); WARC and ARC files without a journal (any other directory's ``*.warc.gz``,
+    ``*.warc``, ``*.arc.gz``, ``*.arc``) are read record by record, and what that left out goes
+    to ``report``. File names in the index are base names: the WARC files of all the inputs
+    belong in one archive directory for replay.
     """
     paths = list(paths)
     if not paths:
@@ -483,7 +595,7 @@ def index_paths(
             }
             loose += [warc for warc in warc_files(path / "warcs") if warc.name not in journaled]
         elif path.is_dir():
-            loose += warc_files(path)
+            loose += archive_files(path)
         else:
             loose.append(path)
     if output is None:
@@ -494,6 +606,7 @@ def index_paths(
         output,
         warcs=loose,
         cdx11=output.with_suffix(".cdx") if cdx11 else None,
+        report=report,
     )
     return count, output
 
@@ -577,11 +690,6 @@ def _page_list(crawl_dir: Path) -> Iterator[Path]:
 
 
 __all__ = [
-    "EXIT_FAILED",
-    "EXIT_INTERRUPTED",
-    "EXIT_LOCKED",
-    "EXIT_OK",
-    "EXIT_USAGE",
     "CrawlResult",
     "Described",
     "Packaged",
@@ -594,9 +702,11 @@ __all__ = [
     "index_paths",
     "log_end",
     "merge_index",
+    "not_started",
     "package_crawl",
     "package_signed",
     "seal_committed",
+    "unrecorded_result",
     "verdict",
     "write_package",
 ]

@@ -21,8 +21,8 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, TypeVar
 
-from archiver.pipeline.counters import BrowserCounters, CrawlStats
-from archiver.timefmt import rfc3339_at
+from archiver.pipeline.counters import BrowserCounters, CrawlStats, extractor_table
+from archiver.timefmt import parse_w3c_datetime, rfc3339_at, utcnow
 
 #: name -> count: by status class, MIME type, host; failures and skips by reason
 Table = Mapping[str, int]
@@ -198,6 +198,53 @@ class Snapshot:
 
 
 @dataclass(frozen=True, slots=True)
+class RunEntry:
+    """One run of a crawl, as the crawl's summary lists its runs (``runs``)."""
+
+    started: str = ""
+    duration_seconds: float = 0.0
+    status: str | None = None
+    reason: str | None = None
+    resumed: bool = False
+    captures: int = 0
+    pages: int = 0
+    bytes_received: int = 0
+    bytes_written: int = 0
+
+    @classmethod
+    def of(cls, summary: Summary) -> RunEntry:
+        return cls(
+            started=summary.started,
+            duration_seconds=summary.duration_seconds,
+            status=summary.status,
+            reason=summary.reason,
+            resumed=summary.resumed,
+            captures=summary.captures,
+            pages=summary.pages,
+            bytes_received=summary.bytes_received,
+            bytes_written=summary.bytes_written,
+        )
+
+    @classmethod
+    def from_json(cls, data: Mapping[str, Any]) -> RunEntry:
+        return cls(
+            started=_str(data.get("started")) or "",
+            duration_seconds=_float(data.get("duration_seconds")),
+            status=_str(data.get("status")),
+            reason=_str(data.get("reason")),
+            resumed=data.get("resumed") is True,
+            captures=_int(data.get("captures")),
+            pages=_int(data.get("pages")),
+            bytes_received=_int(data.get("bytes_received")),
+            bytes_written=_int(data.get("bytes_written")),
+        )
+
+
+#: Seeds listed in ``summary.json`` at most (the rest are counted).
+SUMMARY_SEEDS = 100
+
+
+@dataclass(frozen=True, slots=True)
 class BrowserSummary:
     """What the browser did in a run that used one."""
 
@@ -280,6 +327,8 @@ class Summary:
     failures: Table = field(default_factory=dict)
     skips: Table = field(default_factory=dict)
     truncated: Table = field(default_factory=dict)
+    #: per extractor: ``{"queued": N, "4xx": M}`` (the URLs it queued, those that came back 4xx)
+    extractors: Mapping[str, Mapping[str, int]] = field(default_factory=dict)
     largest: tuple[Largest, ...] = ()
     captures_over_time: tuple[tuple[int, int], ...] = ()  #: (second, captures)
     browser: BrowserSummary | None = None
@@ -289,7 +338,10 @@ class Summary:
     reason: str | None = None
     output: str | None = None
     resumed: bool = False
+    #: the first :data:`SUMMARY_SEEDS` seeds (a seeds file may hold millions: the summary
+    #: keeps their count, ``seeds_count``, not their list)
     seeds: tuple[str, ...] = ()
+    seeds_count: int = 0  #: seeds handed to the frontier by the run
     warc_files: tuple[str, ...] = ()
     index: str | None = None
     wacz: str | None = None
@@ -309,6 +361,8 @@ class Summary:
     processes: Mapping[str, Any] | None = None
     #: the totals of the latest replay check (``archiver qa``, written by :mod:`archiver.qa`)
     qa: Mapping[str, Any] | None = None
+    #: every run of the crawl, first to last (this one last); the figures above are their sum
+    runs: tuple[RunEntry, ...] = ()
 
     @classmethod
     def counted(cls, stats: CrawlStats) -> Summary:
@@ -334,9 +388,11 @@ class Summary:
             failures=dict(stats.failures.most_common()),
             skips=dict(stats.skips.most_common()),
             truncated=dict(stats.truncated),
+            extractors=stats.extractors(),
             largest=tuple(Largest(url, size, mime) for size, url, mime in stats.largest()),
             captures_over_time=tuple(sorted(stats.per_second.items())),
             browser=BrowserSummary.of(stats.browser) if stats.browser is not None else None,
+            seeds_count=stats.seeds,
         )
 
     @classmethod
@@ -411,11 +467,52 @@ class Summary:
             failures=dict(_added(s.failures for s in summaries).most_common()),
             skips=dict(_added(s.skips for s in summaries).most_common()),
             truncated=dict(_added(s.truncated for s in summaries).most_common()),
+            extractors=_merged_extractors(s.extractors for s in summaries),
             largest=tuple(largest),
             captures_over_time=_series(parts),
             browser=_summed(BrowserSummary, browsers) if browsers else None,
             traps=_merged_traps(s.traps for s in whole),
             robots=_merged_robots([s.robots for s in whole if s.robots is not None]),
+            # every process feeds the whole seeds file (the shared frontier keeps each once)
+            seeds_count=max((s.seeds_count for s in summaries), default=0),
+        )
+
+    def across_runs(self, earlier: Summary | None, history: Sequence[RunEntry] = ()) -> Summary:
+        """The whole crawl: this run added to the ones before it, with the list of runs. How
+        the crawl stands (status, reason, files, seeds, …) is this run's; its figures are the
+        sum, so no rerun or resume lowers a count (a run that captures nothing adds nothing).
+
+        ``earlier`` is what summary.json said before this run (every earlier run that wrote
+        one, added up: its tables, its time series); ``history`` the earlier runs as
+        ``state/crawl.json`` records them, with the figures each reached (written at its end,
+        and every couple of seconds while it ran: a run killed before it wrote a summary is
+        counted there). The counts are the larger of the two sums, plus this run's."""
+        entry = RunEntry.of(self)
+        known = earlier if earlier is not None and (earlier.started or earlier.runs) else None
+        runs = tuple(history) or (known.runs or (RunEntry.of(known),) if known else ())
+        total = self
+        if known is not None:
+            total = Summary.merged(
+                [(0.0, known), (known.duration_seconds, self)],
+                started=_epoch(known.started),
+                duration=known.duration_seconds + self.duration_seconds,
+            )
+        counts: dict[str, Any] = {
+            f.name: getattr(total, f.name) for f in dataclasses.fields(Summary) if f.name in _SUMMED
+        }
+        for name in ("captures", "pages", "bytes_received", "bytes_written", "duration_seconds"):
+            before = max(sum(getattr(run, name) for run in runs), getattr(known, name, 0) or 0)
+            counts[name] = before + getattr(self, name)
+        first = next((run.started for run in runs if run.started), None)
+        counts["started"] = first or (known.started if known else self.started)
+        elapsed = max(counts["duration_seconds"], 1e-9)
+        counts["captures_per_second"] = round(counts["captures"] / elapsed, 2)
+        counts["pages_per_second"] = round(counts["pages"] / elapsed, 2)
+        return dataclasses.replace(
+            self,
+            **counts,
+            seeds_count=max(known.seeds_count if known else 0, self.seeds_count),
+            runs=(*runs, entry),
         )
 
     def to_json(self) -> dict[str, Any]:
@@ -466,6 +563,7 @@ class Summary:
             failures=_table(data.get("failures")),
             skips=_table(data.get("skips")),
             truncated=_table(data.get("truncated")),
+            extractors=_extractors(data.get("extractors")),
             largest=tuple(
                 Largest(_str(e.get("url")) or "", _int(e.get("bytes")), _str(e.get("mime")) or "")
                 for e in _list(data.get("largest"))
@@ -482,6 +580,12 @@ class Summary:
             output=_str(data.get("output")),
             resumed=data.get("resumed") is True,
             seeds=tuple(s for s in _list(data.get("seeds")) if isinstance(s, str)),
+            seeds_count=_int(data.get("seeds_count")),
+            runs=tuple(
+                RunEntry.from_json(run)
+                for run in _list(data.get("runs"))
+                if isinstance(run, Mapping)
+            ),
             warc_files=tuple(s for s in _list(data.get("warc_files")) if isinstance(s, str)),
             index=_str(data.get("index")),
             wacz=_str(data.get("wacz")),
@@ -551,6 +655,23 @@ def _is_table(f: dataclasses.Field[Any]) -> bool:
     return f.default_factory is dict
 
 
+#: The figures a crawl's summary adds up over its runs (:meth:`Summary.across_runs`).
+_SUMMED = frozenset(
+    {
+        "started", "duration_seconds", "captures", "pages", "revisits", "dedup_bytes_saved",
+        "bytes_received", "bytes_written", "captures_per_second", "pages_per_second",
+        "retries", "by_status_class", "by_status", "by_mime", "by_host", "failures", "skips",
+        "truncated", "largest", "captures_over_time", "browser", "traps", "robots",
+    }
+)  # fmt: skip
+
+
+def _epoch(started: str) -> float:
+    """Epoch seconds of a summary's ``started`` (``2024-01-02T03:04:05Z``); now when unread."""
+    moment = parse_w3c_datetime(started)
+    return moment.timestamp() if moment is not None else utcnow().timestamp()
+
+
 def _json_item(item: Any) -> Any:
     if dataclasses.is_dataclass(item):
         return dataclasses.asdict(item)  # type: ignore[arg-type]
@@ -609,6 +730,30 @@ def _merged_robots(parts: Sequence[Mapping[str, Any]]) -> dict[str, Any] | None:
             else:
                 merged[key] = merged.get(key, 0) + _int(value)
     return merged
+
+
+def _extractors(value: Any) -> dict[str, dict[str, int]]:
+    """The per-extractor table of a summary read back (entries that are not one dropped)."""
+    if not isinstance(value, Mapping):
+        return {}
+    return {
+        str(name): {"queued": _int(counts.get("queued")), "4xx": _int(counts.get("4xx"))}
+        for name, counts in value.items()
+        if isinstance(counts, Mapping)
+    }
+
+
+def _merged_extractors(
+    tables: Iterable[Mapping[str, Mapping[str, int]]],
+) -> dict[str, dict[str, int]]:
+    """The processes' per-extractor tables added up."""
+    queued: Counter[str] = Counter()
+    client_errors: Counter[str] = Counter()
+    for table in tables:
+        for name, counts in table.items():
+            queued[name] += _int(counts.get("queued"))
+            client_errors[name] += _int(counts.get("4xx"))
+    return extractor_table(queued, client_errors)
 
 
 def _merged_traps(

@@ -23,19 +23,24 @@ from __future__ import annotations
 
 import os
 import socket
+import sys
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import IO, TYPE_CHECKING, Any
 
 from archiver.config.assemble import (
     address_policy,
-    behavior_scripts,
+    allow_seed_addresses,
+    browser_config,
     default_output,
     fetch_config,
     frontier_config,
+    politeness,
+    record_factory,
+    robots_checker,
     scope_rules,
     sitemap_policy,
-    warcinfo_fields,
+    writer_config,
 )
 from archiver.config.settings import Settings
 from archiver.dedup.captured import CapturedUrls, MemoryCapturedUrls
@@ -53,14 +58,17 @@ from archiver.pipeline.counters import CrawlStats
 from archiver.pipeline.parts import BrowserParts, Parts, RunContext
 from archiver.pipeline.pipeline import Pipeline
 from archiver.policy.ignores import Exclusions, compile_patterns
+from archiver.policy.netguard import AddressPolicy
 from archiver.policy.robots import Robots, RobotsCache
 from archiver.policy.scope import Scope
 from archiver.policy.sitemaps import SitemapPolicy
-from archiver.run.control import LiveControl, Politeness
-from archiver.run.log import CrawlLog, crawl_logger
+from archiver.run.control import LiveControl
+from archiver.run.disk import DiskGuard, Reserve
+from archiver.run.log import CrawlLog, console_level
 from archiver.run.output import Layout, RunStart, prepare
 from archiver.run.pages import PageList
 from archiver.run.resume import repair_open_warcs
+from archiver.run.stats import SUMMARY_SEEDS
 from archiver.sign.signer import Signer
 from archiver.timefmt import Clock, utcnow
 from archiver.version import __version__
@@ -68,7 +76,6 @@ from archiver.version import __version__
 if TYPE_CHECKING:
     from archiver.browser.pool import BrowserPool
 from archiver.warc.naming import safe_name_part
-from archiver.warc.records import RecordFactory
 from archiver.warc.writer import WriteFn, Writer, WriterConfig
 
 
@@ -87,6 +94,8 @@ class Run:
     cookie_file: tuple[CookieLine, ...] = ()
     #: who signs the WACZ (``--wacz-sign``, ``--wacz-sign-key``), made before the run started
     signer: Signer | None = None
+    #: ``state/crawl.json``'s data, as this run keeps it up to date (its runs and figures)
+    state: dict[str, Any] = field(default_factory=dict)
 
 
 @dataclass(slots=True)
@@ -115,6 +124,14 @@ class Stages:
     browser: BrowserPool | None = None
     pipeline: Pipeline | None = None
     control: LiveControl | None = None  #: the ignores and control.toml, watched
+    #: the SSRF guard's addresses (the seeds' own are allowed, batch by batch for a seeds file)
+    addresses: AddressPolicy | None = None
+    #: the seeds' (host, port) looked up for ``addresses`` so far
+    seed_hosts: set[tuple[str, int]] = field(default_factory=set)
+    #: the crawl directory as it was when the run started, and the free-space floor
+    guard: DiskGuard | None = None
+    #: space kept for the run's last writes on a full disk (released when it finishes)
+    reserve: Reserve | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -163,17 +180,23 @@ async def open_output(settings: Settings, layout: Layout) -> tuple[RunStart, Pre
     return start, previous
 
 
-def open_log(settings: Settings, layout: Layout, console: IO[str] | None) -> CrawlLog:
+def open_log(
+    settings: Settings,
+    layout: Layout,
+    console: IO[str] | None,
+    *,
+    on_failure: Callable[[OSError], None] | None = None,
+) -> CrawlLog:
     """The run's log (crawl.log.jsonl, and crawl.log with --heritrix-log), once the
-    directories it writes into exist."""
+    directories it writes into exist; ``on_failure`` is told when it cannot be written."""
     layout.warcs.mkdir(parents=True, exist_ok=True)
     layout.journals.mkdir(parents=True, exist_ok=True)
-    return crawl_logger(
+    return CrawlLog(
         layout.log,
-        quiet=settings.quiet,
-        verbose=settings.verbose,
-        console=console,
+        console=console or sys.stderr,
+        console_level=console_level(quiet=settings.quiet, verbose=settings.verbose),
         heritrix=layout.heritrix_log if settings.heritrix_log else None,
+        on_failure=on_failure,
     )
 
 
@@ -190,7 +213,8 @@ async def assemble(run: Run, stages: Stages, options: Options) -> None:
     assert frontier is not None
     log.info(
         "crawl-start",
-        seeds=list(run.seeds),
+        seeds=list(run.seeds[:SUMMARY_SEEDS]),
+        seeds_file=str(s.seeds_file) if s.seeds_file is not None else None,
         output=str(layout.root),
         resumed=run.resumed,
         frontier=s.frontier,
@@ -201,16 +225,11 @@ async def assemble(run: Run, stages: Stages, options: Options) -> None:
         await repair_open_warcs(layout, frontier, log, process_id=run.process_id)
     scope = stages.scope = Scope(scope_rules(s, run.seeds))
     control = stages.control = live_control(run, stages, scope)
-    robots = stages.robots = Robots(
-        agent=s.robots_agent,
-        obey=s.robots == "obey",
-        exempt_requisites=s.robots_exempt_requisites,
-        max_crawl_delay=s.max_crawl_delay,
-        set_host_delay=frontier.set_host_delay,
-        shared=stages.robots_cache,
+    robots = stages.robots = robots_checker(
+        s, set_host_delay=frontier.set_host_delay, shared=stages.robots_cache
     )
     sitemaps = stages.sitemaps = sitemap_policy(s)
-    policy = await address_policy(s, run.seeds)
+    policy = stages.addresses = await address_policy(s, run.seeds)
     fetcher = stages.fetcher = Fetcher(
         fetch_config(s, run.seeds, run.cookie_file),
         policy,
@@ -221,9 +240,13 @@ async def assemble(run: Run, stages: Stages, options: Options) -> None:
     if stages.previous is not None:
         # this run's own index first, then the earlier crawls (only lookups reach them)
         stages.dedup = LayeredDigestIndex(stages.dedup, stages.previous)
-    factory = RecordFactory(algorithm=s.digest, clock=options.clock)
+    factory = record_factory(s, options.clock)
     writer = stages.writer = Writer(
-        writer_config(run), factory, write_fn=options.write_fn, auto_seal=False
+        run_writer_config(run),
+        factory,
+        write_fn=options.write_fn,
+        auto_seal=False,
+        guard=stages.guard.check if stages.guard is not None else None,
     )
     writer.start()
     pages = stages.pages = PageList(layout.pages)
@@ -250,12 +273,11 @@ def live_control(run: Run, stages: Stages, scope: Scope) -> LiveControl:
     """The watcher of ``ignores`` and ``control.toml`` (:mod:`archiver.run.control`), with
     both read once already: their patterns and politeness hold from the first lease on."""
     assert stages.frontier is not None
-    s = run.settings
     control = LiveControl(
         run.layout,
         exclusions=Exclusions(compile_patterns(scope.exclusions())),
         frontier=stages.frontier,
-        defaults=Politeness(s.per_host_delay or 0.0, s.per_host_concurrency),
+        defaults=politeness(run.settings),
         log=stages.log,
     )
     control.load()
@@ -292,23 +314,10 @@ async def open_browser(run: Run, stages: Stages) -> BrowserParts | None:
         return None
     # imported here: a static crawl does not load the browser stage at all
     from archiver.browser.exchange import MAX_FULFILL_BODY  # noqa: PLC0415
-    from archiver.browser.pool import BrowserConfig, BrowserPool  # noqa: PLC0415
+    from archiver.browser.pool import BrowserPool  # noqa: PLC0415
     from archiver.pipeline.recall import Recall  # noqa: PLC0415
 
-    pool = stages.browser = BrowserPool(
-        BrowserConfig(
-            state_dir=run.layout.state / "browser",
-            chromium=s.chromium,
-            tabs=s.browser_tabs,
-            page_timeout=s.page_timeout,
-            behaviors=s.behaviors,
-            click_selectors=s.click_selector,
-            behavior_scripts=behavior_scripts(s),
-            # --qa compares each page's replay with the whole page as the crawl saw it
-            screenshots=(*s.screenshots, "full") if s.qa else s.screenshots,
-            user_agent=s.user_agent,
-        )
-    )
+    pool = stages.browser = BrowserPool(browser_config(s, run.layout.state / "browser"))
     await pool.start()
     recall = Recall(
         stages.captured or MemoryCapturedUrls(), run.layout.warcs, max_body=MAX_FULFILL_BODY
@@ -316,24 +325,39 @@ async def open_browser(run: Run, stages: Stages) -> BrowserParts | None:
     return BrowserParts(pool, recall, s.browser, MAX_FULFILL_BODY, references=s.qa)
 
 
-def writer_config(run: Run) -> WriterConfig:
-    s, layout = run.settings, run.layout
-    return WriterConfig(
+def run_writer_config(run: Run) -> WriterConfig:
+    """This run's writer: its WARC series in the crawl's ``warcs/``, named after this process
+    in a shared crawl (else this machine), its index lines in this process's journals."""
+    layout = run.layout
+    return writer_config(
+        run.settings,
         directory=layout.warcs,
         journal=cdxj.writer_journal(layout.journals),
-        prefix=s.warc_prefix or safe_name_part(layout.root.name, default="crawl"),
+        crawl_name=layout.root.name,
         host=run.process_id or safe_name_part(socket.gethostname()),
-        max_size=s.warc_size or 10**18,
-        fsync_interval=s.fsync_interval or 5.0,
-        compress_level=s.compress_level,
-        warcinfo_fields=warcinfo_fields(s, layout.root.name),
     )
 
 
-def seed_items(run: Run, sitemaps: SitemapPolicy) -> list[CrawlItem]:
-    """What the crawl starts from: the seeds, then the sitemaps they imply."""
-    seeds = [CrawlItem(url=seed, redirects_left=run.settings.max_redirects) for seed in run.seeds]
-    return seeds + sitemaps.start_items(run.seeds)
+def seed_items(
+    run: Run, sitemaps: SitemapPolicy, seeds: tuple[str, ...] | list[str] | None = None
+) -> list[CrawlItem]:
+    """What the crawl starts from: the seeds (the run's, or a later batch of its seeds file),
+    then the sitemaps they imply."""
+    seeds = run.seeds if seeds is None else seeds
+    items = [CrawlItem(url=seed, redirects_left=run.settings.max_redirects) for seed in seeds]
+    return items + sitemaps.start_items(seeds)
+
+
+async def more_seeds(run: Run, stages: Stages, seeds: list[str]) -> None:
+    """A later batch of the seeds file (:mod:`archiver.run.seeds`), taken in as the run's
+    first seeds were: their hosts and directories in scope, their addresses allowed by the
+    SSRF guard, then queued with the sitemaps they imply. (Credential headers stay with the
+    hosts of the seeds known at the start and ``--credential-host``.)"""
+    assert stages.scope is not None and stages.pipeline is not None
+    stages.scope.add_seeds(seeds)
+    if stages.addresses is not None:
+        await allow_seed_addresses(stages.addresses, run.settings, seeds, stages.seed_hosts)
+    await stages.pipeline.put(seed_items(run, stages.sitemaps, seeds))
 
 
 __all__ = [
@@ -341,11 +365,12 @@ __all__ = [
     "Run",
     "Stages",
     "assemble",
+    "more_seeds",
     "open_frontier",
     "open_log",
     "open_output",
     "output_layout",
     "process_id",
+    "run_writer_config",
     "seed_items",
-    "writer_config",
 ]

@@ -14,6 +14,7 @@ import pytest
 
 from archiver import urls
 from archiver.extract.decoding import ContentDecodingError, decode_content
+from archiver.extract.found import link_limit
 from archiver.extract.links import (
     Links,
     css_refs,
@@ -28,8 +29,8 @@ PAGE = "https://example.com/dir/page.html"
 E = "https://example.com"
 
 
-def html(markup: str, url: str = PAGE, **kwargs: int) -> Links:
-    return extract_html(markup.encode("utf-8"), url, **kwargs)
+def html(markup: str, url: str = PAGE) -> Links:
+    return extract_html(markup.encode("utf-8"), url)
 
 
 def found(markup: str, url: str = PAGE) -> tuple[list[str], list[str]]:
@@ -94,7 +95,13 @@ def found(markup: str, url: str = PAGE) -> tuple[list[str], list[str]]:
             [f"{E}/p.webp", f"{E}/p.jpg"],
         ),
         ('<video><source src="/v.mp4" type="video/mp4"></video>', [], [f"{E}/v.mp4"]),
-        ('<script src="/app.js"></script><script>var x = "/no.js";</script>', [], [f"{E}/app.js"]),
+        # an inline script's root-relative string is a page (js-string); a src script's text
+        # is ignored, as browsers ignore it
+        (
+            '<script src="/app.js">var y = "/ignored";</script><script>var x = "/s.js";</script>',
+            [f"{E}/s.js"],
+            [f"{E}/app.js"],
+        ),
         ('<script type="module" src="/mod.js"></script>', [], [f"{E}/mod.js"]),
         ('<iframe src="/frame.html"></iframe>', [], [f"{E}/frame.html"]),
         (
@@ -467,6 +474,7 @@ def test_extract_css_resolves_against_the_stylesheet_url() -> None:
             "https://example.com/abs.png",
         ),
         base="https://example.com/static/css/site.css",
+        extractor="css",
     )
 
 
@@ -587,6 +595,15 @@ def test_huge_page_stops_at_max_links() -> None:
     assert links.truncated
     assert len(links.pages) + len(links.requisites) == 10_000
     assert links.pages == tuple(f"{E}/p/{i}" for i in range(10_000))
+
+
+def test_no_limit_keeps_every_link() -> None:
+    """``--max-links-per-page 0`` (``link_limit(None)``): no cut, in HTML and CSS alike."""
+    body = "".join(f'<a href="/p/{i}">{i}</a>' for i in range(20_000)).encode()
+    links = extract_html(body, PAGE, max_links=link_limit(None))
+    assert not links.truncated and len(links.pages) == 20_000
+    css = "".join(f"a{i}{{background:url(/i/{i}.png)}}" for i in range(20_000)).encode()
+    assert len(extract_css(css, PAGE, max_links=link_limit(None)).requisites) == 20_000
 
 
 def test_exactly_max_links_is_not_truncated() -> None:
