@@ -20,6 +20,7 @@ import pytest
 from archiver.browser.chromium import profile_users
 from archiver.browser.exchange import BrowserRequest, BrowserResponse, Refusal
 from archiver.browser.pool import BrowserConfig, BrowserPool
+from tests.support.npm_packages import BROWSERTRIX_BEHAVIORS, package_tree
 from tests.support.spa_site import SpaSite
 
 Refuse = Callable[[BrowserRequest], str | None]
@@ -121,3 +122,10 @@ def browser_config(tmp_path: Path, chromium_installed: None) -> Callable[..., Br
 async def pool(browser_config: Callable[..., BrowserConfig]) -> AsyncIterator[BrowserPool]:
     async with BrowserPool(browser_config()) as browser_pool:
         yield browser_pool
+
+
+@pytest.fixture(scope="session")
+def browsertrix_bundle() -> Path:
+    """The real Browsertrix Behaviors bundle (``dist/behaviors.js``), fetched with ``npm pack``
+    as the README tells a user to (archiver ships none: it is AGPL-3.0)."""
+    return package_tree(BROWSERTRIX_BEHAVIORS) / "dist" / "behaviors.js"

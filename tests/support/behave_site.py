@@ -313,14 +313,16 @@ class RevealSecrets {
 
   async* run(ctx) {
     const {Lib} = ctx;
-    for (const button of Lib.xpathNodes("//button[@data-secret]")) {
+    // the nodes first: the bundle's xpathNodes iterates a live result, which a click ends
+    const buttons = Array.from(Lib.xpathNodes("//button[@data-secret]"));
+    for (const button of buttons) {
       const shown = document.getElementById("secret-" + button.dataset.secret);
       await Lib.scrollAndClick(button, 10);
       await Lib.waitUntil(() => shown.textContent.length > 0, 50);
       yield Lib.getState(ctx, "revealed " + shown.textContent, "secrets");
     }
     await Lib.addLink("/custom-added.html");
-    yield Lib.getState("added a link", "links");
+    yield Lib.getState(ctx, "added a link", "links");
   }
 }
 """
