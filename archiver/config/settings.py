@@ -679,8 +679,11 @@ class Settings:
     media_max_bytes: int | None = setting(
         500_000_000,
         "scope",
-        "Media bytes one playlist may list, estimated from its renditions' bandwidth and "
-        "segment durations; the later segments are left out (logged). 0 = no limit.",
+        "Media bytes one page may use, all its playlists, renditions, segments and media "
+        "files together, counted across workers and processes: a playlist lists segments "
+        "while their estimated size (bandwidth x duration) fits in what its page has left, "
+        "and a playlist's or yt-dlp's media requisite is skipped (media-budget) once its page "
+        "has spent the budget. 0 = no limit.",
         parse_size,
         metavar="SIZE",
     )

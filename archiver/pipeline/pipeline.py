@@ -36,6 +36,7 @@ from archiver.frontier.base import Lease
 from archiver.models import CrawlItem, Exchange, TaskResult, WrittenCapture
 from archiver.pipeline.capture import Admitted, Capturer, Capturers, Refused
 from archiver.pipeline.discovery import Discovery
+from archiver.pipeline.mediabudget import MediaBudget
 from archiver.pipeline.outcomes import Outcomes
 from archiver.pipeline.parts import Parts, RunContext
 from archiver.pipeline.recording import text_capture
@@ -52,7 +53,8 @@ class Pipeline:
         self.context = context
         self.parts = parts
         self.outcomes = Outcomes(context)
-        self.discovery = Discovery(context, parts, self.outcomes)
+        media = MediaBudget(context.settings.media_max_bytes or None, parts.media_bytes)
+        self.discovery = Discovery(context, parts, self.outcomes, media)
         recall = parts.browser.recall if parts.browser is not None else None
         self.capturers = Capturers(context, parts, self.outcomes, self.discovery, recall)
         #: the browser stage, in a crawl that uses one

@@ -53,6 +53,7 @@ from archiver.frontier.config import REDIS_SCHEMES
 from archiver.index import cdxj
 from archiver.models import CrawlItem, ResumeInfo
 from archiver.pipeline.counters import CrawlStats
+from archiver.pipeline.mediabudget import MediaBytes, MemoryMediaBytes
 from archiver.pipeline.parts import BrowserParts, Parts, RunContext
 from archiver.pipeline.pipeline import Pipeline
 from archiver.policy.ignores import Exclusions, compile_patterns
@@ -108,6 +109,8 @@ class Stages:
     robots_cache: RobotsCache | None = None  #: robots.txt shared by the processes of a crawl
     #: the cookie jar shared by the processes of a crawl (None: this run's state file)
     cookie_store: CookieStore | None = None
+    #: the media bytes each page took, where the backend counts them (None: in memory)
+    media_bytes: MediaBytes | None = None
     scope: Scope | None = None
     robots: Robots | None = None
     sitemaps: SitemapPolicy = field(default_factory=lambda: SitemapPolicy(enabled=False))
@@ -238,6 +241,7 @@ async def assemble(run: Run, stages: Stages, options: Options) -> None:
         pages=pages,
         browser=browser,
         exclusions=control.exclusions,
+        media_bytes=stages.media_bytes or MemoryMediaBytes(),
     )
     context = RunContext(s, run.stats, log, stages.crawl_log.info_event)
     stages.pipeline = options.pipeline_class(context, parts)
@@ -275,6 +279,7 @@ async def open_frontier(run: Run, stages: Stages, injected: Backend | None) -> R
     stages.captured = backend.captured
     stages.robots_cache = backend.robots_cache
     stages.cookie_store = backend.cookies
+    stages.media_bytes = backend.media
     stages.is_last = lambda: backend.is_last
     return info
 
