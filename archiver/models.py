@@ -264,10 +264,14 @@ class WrittenCapture:
 
     @property
     def primary(self) -> WrittenRecord | None:
-        """The record an index line and a dedup entry describe (response or revisit)."""
+        """The record an index line and a dedup entry describe: the response or revisit of an
+        HTTP capture (never the request or the metadata beside it), the resource of one the
+        crawl made, or the metadata record of a capture that is only that (yt-dlp's info)."""
         for rec in self.records:
             if rec.record_type in ("response", "revisit", "resource"):
                 return rec
+        if len(self.records) == 1 and self.records[0].record_type == "metadata":
+            return self.records[0]
         return None
 
 

@@ -80,18 +80,23 @@ class Discovery:
         page that a browser is about to load has its requisites loaded by the browser and is
         listed with its DOM's title: then ``requisites`` and ``list_page`` are False. Returns
         the text the page was listed with (``--text``), for its record."""
-        text = None
-        if 300 <= ex.status < 400:
-            children = self._redirect(item, ex)
-        elif is_sitemap(item):
-            children = self._sitemap_entries(item, ex)
-        elif 200 <= ex.status < 300 and ex.body is not None:
-            children, text = await self._links(item, ex, requisites=requisites, list_page=list_page)
-        else:
-            children = []
+        children, text = await self.children(item, ex, requisites=requisites, list_page=list_page)
         if children:
             await self.put(children)
         return text
+
+    async def children(
+        self, item: CrawlItem, ex: Exchange, *, requisites: bool = True, list_page: bool = True
+    ) -> tuple[list[CrawlItem], str | None]:
+        """What :meth:`discover` queues, not queued yet (a caller that drops some first: the
+        yt-dlp stage, for what it captured already), and the page's text."""
+        if 300 <= ex.status < 400:
+            return self._redirect(item, ex), None
+        if is_sitemap(item):
+            return self._sitemap_entries(item, ex), None
+        if 200 <= ex.status < 300 and ex.body is not None:
+            return await self._links(item, ex, requisites=requisites, list_page=list_page)
+        return [], None
 
     def _redirect(self, item: CrawlItem, ex: Exchange) -> list[CrawlItem]:
         location = ex.header("Location")

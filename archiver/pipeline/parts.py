@@ -27,6 +27,7 @@ from archiver.warc.writer import Writer
 
 if TYPE_CHECKING:
     from archiver.browser.pool import BrowserPool
+    from archiver.media.resolver import YtDlpResolver
 
 #: Fetch a URL and archive the exchange as part of the current lease (used for robots.txt).
 ArchiveFetch = Callable[[str], Awaitable[Exchange]]
@@ -95,6 +96,8 @@ class Parts:
     exclusions: Exclusions = field(default_factory=Exclusions)
     #: the media bytes each page's requisites took (the per-page media budget)
     media_bytes: MediaBytes = field(default_factory=MemoryMediaBytes)
+    #: yt-dlp, in a crawl with ``--media yt-dlp``
+    media_resolver: YtDlpResolver | None = None
 
 
 __all__ = ["ArchiveFetch", "BrowserParts", "PageList", "Parts", "RobotsChecker", "RunContext"]

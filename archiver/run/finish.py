@@ -180,6 +180,7 @@ async def finish(
     """Stop every stage in reverse order, then write the index, the WACZ and the summary.
     Returns the final status and reason (a failure while finishing can still change them)."""
     await _close_browser(stages)
+    await _close_media_resolver(stages)
     status, reason = await _close_writer(run, stages, status, reason, immediate=immediate)
     await _close_stages(stages)
     save_cookies(run, stages)
@@ -210,6 +211,12 @@ async def _close_browser(stages: Stages) -> None:
         await stages.browser.close()
     except ArchiverError as exc:
         stages.log.error("browser-close", error=str(exc))
+
+
+async def _close_media_resolver(stages: Stages) -> None:
+    """yt-dlp's child processes stopped (the workers are done with them)."""
+    if stages.media_resolver is not None:
+        await stages.media_resolver.close()
 
 
 async def _close_writer(

@@ -1,0 +1,144 @@
+"""``--media yt-dlp`` end to end, with the real yt-dlp, on a local site.
+
+The page sets up its player as Video.js pages do, ``player.src({src: "media/stream.m3u8"})``
+in an inline script: a relative URL in a script, which no static extractor follows. yt-dlp's
+generic extractor reads it and fetches the master playlist and the variant within the bit-rate
+cap (requests of its own: captured by the crawl, in the page's lease), and names the variant;
+the crawl's HLS extractor reads the variant captured for yt-dlp and queues its segments as
+requisites of the page. Every request yt-dlp made is in
+the WARC files (the server saw each URL once: the page itself was answered from its capture),
+yt-dlp's info JSON is a metadata record of the page that ``archiver index`` indexes as
+cdxj-indexer does, and ReplayWeb.page plays the video from the WACZ.
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+from pathlib import Path
+
+from archiver.run.crawler import Crawler
+from tests.conftest import fast_settings
+from tests.run.test_extractors_crawl import MASTER, hls_stream  # noqa: F401 - a fixture
+from tests.support.replaywebpage import ReplayWebPage
+from tests.support.site import SiteServer
+from tests.support.tools import reference_cdxj
+from tests.support.warcs import read_records, responses
+
+WATCH = """<!doctype html><html><head><title>a clip</title></head><body>
+<video id="v" muted playsinline></video>
+<script>
+// Video.js's set-up call, as pages write it (the library itself is not needed here)
+window.videojs = function (id) { return { src(source) { window.source = source; } }; };
+var player = videojs("v");
+player.src({"src": "media/stream.m3u8", "type": "application/x-mpegURL"});
+</script>
+<script>
+// The smallest HLS player over Media Source Extensions (as in test_extractors_crawl)
+(async () => {
+  const video = document.getElementById("v");
+  const lines = async (url) => (await (await fetch(url)).text()).split("\\n");
+  const master = new URL(window.source.src, location.href);
+  const variant = new URL((await lines(master)).find((l) => l && !l.startsWith("#")), master);
+  const segments = (await lines(variant)).filter((l) => l && !l.startsWith("#"));
+  const source = new MediaSource();
+  video.src = URL.createObjectURL(source);
+  await new Promise((done) => source.addEventListener("sourceopen", done, { once: true }));
+  const buffer = source.addSourceBuffer('video/mp2t; codecs="avc1.42c00d"');
+  for (const segment of segments) {
+    buffer.appendBuffer(await (await fetch(new URL(segment, variant))).arrayBuffer());
+    await new Promise((done) => buffer.addEventListener("updateend", done, { once: true }));
+  }
+  source.endOfStream();
+  video.currentTime = video.buffered.start(0);
+  document.body.dataset.start = String(video.buffered.start(0));
+  await video.play();
+})().catch((error) => { document.body.dataset.playerError = String(error); });
+</script></body></html>"""
+
+
+def build_site(site: SiteServer, stream: dict[str, bytes]) -> None:
+    site.add_page("/", '<a href="/watch.html">watch</a>')
+    site.add_page("/watch.html", WATCH)
+    site.add_file("/media/stream.m3u8", MASTER, "application/vnd.apple.mpegurl")
+    for name, body in stream.items():
+        kind = "application/vnd.apple.mpegurl" if name.endswith(".m3u8") else "video/mp2t"
+        site.add_file(f"/media/v0/{name}", body, kind)
+
+
+def events(out: Path) -> list[dict[str, object]]:
+    return [json.loads(line) for line in (out / "crawl.log.jsonl").read_text().splitlines()]
+
+
+async def test_yt_dlp_resolves_a_pages_media_through_the_crawls_own_fetcher(
+    tmp_path: Path,
+    hls_stream: dict[str, bytes],  # noqa: F811 - the fixture imported above
+) -> None:
+    async with SiteServer() as site:
+        build_site(site, hls_stream)
+        out = tmp_path / "out"
+        settings = fast_settings(out, site.url("/"), workers=4, wacz=True, media="yt-dlp")
+        result = await Crawler(settings).run()
+        assert result.status == "completed", result.reason
+
+        log = events(out)
+        resolved = [e for e in log if e.get("event") == "yt-dlp"]
+        assert len(resolved) == 1, [e for e in log if str(e.get("event")).startswith("yt-dlp")]
+        assert resolved[0]["url"] == site.url("/watch.html")
+        assert resolved[0]["extractor"] == "Generic"
+        # the page (answered from its capture), the master playlist and the variant
+        assert resolved[0]["requests"] == 3, resolved
+
+        segments = [f"/media/v0/seg{n}.ts" for n in range(3)]
+        expected = ["/", "/watch.html", "/media/stream.m3u8", "/media/v0/index.m3u8", *segments]
+        captured = sorted(r.uri or "" for r in responses(out / "warcs"))
+        assert captured == sorted(site.url(path) for path in expected)
+        for path in expected:  # every request yt-dlp caused reached the server once, recorded
+            assert site.counters.count(path) == 1, path
+        assert site.counters.count("/media/v1/index.m3u8") == 0  # over the bit-rate cap
+
+        fetched = {e["url"]: e for e in log if e.get("event") == "fetch"}
+        master = fetched[site.url("/media/stream.m3u8")]
+        assert master["found_by"] == "yt-dlp" and master.get("yt_dlp") is True
+        assert fetched[site.url("/media/v0/index.m3u8")]["found_by"] == "yt-dlp"
+        assert {fetched[site.url(p)]["found_by"] for p in segments} == {"hls"}
+
+        records = read_records(out / "warcs")
+        named = "urn:yt-dlp:" + site.url("/watch.html")
+        info = [r for r in records if r.type == "metadata" and r.uri == named]
+        assert len(info) == 1
+        page = next(r for r in records if r.type == "response" and r.uri == site.url("/watch.html"))
+        assert info[0].get("WARC-Refers-To") == page.get("WARC-Record-ID")
+        assert info[0].get("Content-Type") == "application/json"
+        described = json.loads(info[0].block)
+        assert described["webpage_url"] == site.url("/watch.html")
+        assert described["url"] == site.url("/media/v0/index.m3u8")
+
+        # the index: cdxj-indexer's, line for line, the info record under its own key
+        index = (out / "index.cdxj").read_text()
+        assert index.splitlines() == reference_cdxj(out / "warcs")
+        assert sum("urn:yt-dlp:" in line for line in index.splitlines()) == 1
+
+        wacz = next(out.glob("*.wacz"))
+        async with ReplayWebPage(wacz, tmp_path / "replay-browser") as replay:
+            played = await replay.value_of(
+                site.url("/watch.html"),
+                "document.body.dataset.start ? document.getElementById('v').currentTime"
+                " - Number(document.body.dataset.start) : -1",
+                lambda value: isinstance(value, int | float) and value > 0.5,
+            )
+        assert played > 0.5
+
+
+async def test_a_crawl_without_media_yt_dlp_starts_no_yt_dlp(
+    tmp_path: Path,
+    hls_stream: dict[str, bytes],  # noqa: F811
+) -> None:
+    async with SiteServer() as site:
+        build_site(site, hls_stream)
+        out = tmp_path / "out"
+        result = await Crawler(fast_settings(out, site.url("/"), workers=2)).run()
+        assert result.status == "completed", result.reason
+        assert site.counters.count("/media/stream.m3u8") == 0  # only yt-dlp finds it
+    assert "yt_dlp" not in sys.modules
+    assert not any(str(e.get("event")).startswith("yt-dlp") for e in events(out))
