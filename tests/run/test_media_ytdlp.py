@@ -13,9 +13,13 @@ cdxj-indexer does, and ReplayWeb.page plays the video from the WACZ.
 
 from __future__ import annotations
 
+import asyncio
 import json
 import sys
 from pathlib import Path
+from typing import Any
+
+from aiohttp import web
 
 from archiver.run.crawler import Crawler
 from tests.conftest import fast_settings
@@ -66,7 +70,7 @@ def build_site(site: SiteServer, stream: dict[str, bytes]) -> None:
         site.add_file(f"/media/v0/{name}", body, kind)
 
 
-def events(out: Path) -> list[dict[str, object]]:
+def events(out: Path) -> list[dict[str, Any]]:
     return [json.loads(line) for line in (out / "crawl.log.jsonl").read_text().splitlines()]
 
 
@@ -142,3 +146,83 @@ async def test_a_crawl_without_media_yt_dlp_starts_no_yt_dlp(
         assert site.counters.count("/media/stream.m3u8") == 0  # only yt-dlp finds it
     assert "yt_dlp" not in sys.modules
     assert not any(str(e.get("event")).startswith("yt-dlp") for e in events(out))
+
+
+async def test_a_request_the_crawl_refuses_is_refused_to_yt_dlp(
+    tmp_path: Path,
+    hls_stream: dict[str, bytes],  # noqa: F811
+) -> None:
+    """robots.txt keeps the crawl out of /media/: yt-dlp's request for the playlist is refused
+    (neither fetched nor recorded) and yt-dlp is told why; the crawl goes on."""
+    async with SiteServer() as site:
+        build_site(site, hls_stream)
+        site.add_file("/robots.txt", b"User-agent: *\nDisallow: /media/\n", "text/plain")
+        out = tmp_path / "out"
+        settings = fast_settings(out, site.url("/"), media="yt-dlp", robots="obey")
+        result = await Crawler(settings).run()
+        assert result.status == "completed", result.reason
+        assert not [hit for hit in site.counters.hits if hit.path.startswith("/media/")]
+    resolved = [e for e in events(out) if e.get("event") == "yt-dlp"]
+    assert len(resolved) == 1
+    assert any("not fetched by the crawl: robots" in w for w in resolved[0]["warnings"])
+    captured = {r.uri for r in responses(out / "warcs")}
+    assert captured == {site.url(p) for p in ("/robots.txt", "/", "/watch.html")}
+
+
+async def test_a_page_yt_dlp_fails_on_costs_one_logged_failure(tmp_path: Path) -> None:
+    """A page that shows a player yt-dlp finds nothing in: one logged failure, no metadata
+    record, and the crawl completes."""
+    async with SiteServer() as site:
+        site.add_page("/", '<a href="/empty.html">e</a> <a href="/other.html">o</a>')
+        site.add_page("/empty.html", '<video id="player"></video>')
+        site.add_page("/other.html", "<p>text</p>")
+        out = tmp_path / "out"
+        result = await Crawler(fast_settings(out, site.url("/"), media="yt-dlp")).run()
+        assert result.status == "completed", result.reason
+    log = events(out)
+    failed = [e for e in log if e.get("event") == "yt-dlp-failed"]
+    assert [e["url"] for e in failed] == [site.url("/empty.html")]
+    assert failed[0]["error"]
+    assert not [e for e in log if e.get("event") == "yt-dlp"]
+    assert not [r for r in read_records(out / "warcs") if r.type == "metadata"]
+    captured = {r.uri for r in responses(out / "warcs")}
+    assert captured == {site.url(p) for p in ("/", "/empty.html", "/other.html")}
+
+
+async def test_a_resolution_past_its_time_is_cut_and_what_it_captured_is_kept(
+    tmp_path: Path,
+    hls_stream: dict[str, bytes],  # noqa: F811 - the fixture imported above
+) -> None:
+    """The master playlist answers after the page's resolution time is up: the capture is
+    written whole (the lease commits it), yt-dlp is stopped, one failure is logged, and the
+    other page yt-dlp resolves succeeds.
+
+    The server holds the playlist for the resolution time counted from when the request
+    arrived: the resolution began before yt-dlp asked for it, so its time is up by then,
+    however slow the machine."""
+    limit = 8.0  # long enough for yt-dlp to reach the playlist on a busy machine
+    async with SiteServer() as site:
+        build_site(site, hls_stream)
+        prompt = site.routes["/media/stream.m3u8"]
+
+        async def late(request: web.Request) -> web.StreamResponse:
+            await asyncio.sleep(limit + 0.5)
+            return await prompt(request)
+
+        site.add_handler("/media/stream.m3u8", late)
+        site.add_page("/", '<a href="/watch.html">watch</a> <a href="/second.html">2</a>')
+        site.add_page("/second.html", '<video src="/clip.mp4"></video>')
+        site.add_file("/clip.mp4", b"\x00\x00\x00\x08free", "video/mp4")
+        out = tmp_path / "out"
+        settings = fast_settings(out, site.url("/"), media="yt-dlp", media_timeout=limit)
+        result = await asyncio.wait_for(Crawler(settings).run(), 120)  # a hang guard
+        assert result.status == "completed", result.reason
+        assert site.counters.count("/media/stream.m3u8") == 1
+    log = events(out)
+    failed = [e for e in log if e.get("event") == "yt-dlp-failed"]
+    assert [e["url"] for e in failed] == [site.url("/watch.html")], failed
+    assert f"still busy after {limit:g} s" in failed[0]["error"]
+    assert [e["url"] for e in log if e.get("event") == "yt-dlp"] == [site.url("/second.html")]
+    assert site.url("/media/stream.m3u8") in {r.uri for r in responses(out / "warcs")}
+    # the playlist yt-dlp never read leads nowhere: no segment was queued for it
+    assert site.counters.count("/media/v0/index.m3u8") == 0
