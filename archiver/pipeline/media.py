@@ -40,7 +40,7 @@ from dataclasses import dataclass
 from archiver import urls
 from archiver.errors import FetchError
 from archiver.extract.decoding import ContentDecodingError, decode_content
-from archiver.extract.found import Extractor
+from archiver.extract.found import Extractor, link_limit
 from archiver.extract.links import HTML_TYPES, MAX_DECODED
 from archiver.extract.mediahint import shows_media
 from archiver.media.formats import media_urls
@@ -132,7 +132,9 @@ class MediaResolving:
             )
         )
         found = media_urls(
-            resolution.info, item.url, max_urls=self.context.settings.max_links_per_page
+            resolution.info,
+            item.url,
+            max_urls=link_limit(self.context.settings.max_links_per_page),
         )
         children = [item.child(url, Hop.EMBED, Extractor.YT_DLP) for url in found.urls]
         for captured, exchange in bridge.captures:  # what they lead to: a playlist's segments
