@@ -115,7 +115,9 @@ class _Child:
     async def receive(self) -> dict[str, Any]:
         line = await self._out.readline()
         if not line:
-            raise EOFError(f"yt-dlp's process exited (code {self.process.returncode})")
+            with contextlib.suppress(TimeoutError):  # its exit status, when it has one
+                await asyncio.wait_for(self.process.wait(), 1.0)
+            raise EOFError(f"yt-dlp's process exited (status {self.process.returncode})")
         message = json.loads(line)
         if not isinstance(message, dict):
             raise ValueError("yt-dlp's process answered something other than an object")

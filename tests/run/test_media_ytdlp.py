@@ -15,10 +15,13 @@ from __future__ import annotations
 
 import asyncio
 import json
+import os
+import signal
 import sys
 from pathlib import Path
 from typing import Any
 
+import pytest
 from aiohttp import web
 
 from archiver.run.crawler import Crawler
@@ -226,3 +229,91 @@ async def test_a_resolution_past_its_time_is_cut_and_what_it_captured_is_kept(
     assert site.url("/media/stream.m3u8") in {r.uri for r in responses(out / "warcs")}
     # the playlist yt-dlp never read leads nowhere: no segment was queued for it
     assert site.counters.count("/media/v0/index.m3u8") == 0
+
+
+def ytdlp_children() -> list[int]:
+    """The yt-dlp child processes of this process that are alive (a zombie has no command
+    line), read from /proc."""
+    found = []
+    for entry in Path("/proc").iterdir():
+        if not entry.name.isdigit():
+            continue
+        try:
+            stat = (entry / "stat").read_text()
+            command = (entry / "cmdline").read_bytes()
+        except OSError:  # it ended meanwhile
+            continue
+        parent = int(stat.rsplit(")", 1)[1].split()[1])
+        if parent == os.getpid() and b"ytdlpchild.py" in command:
+            found.append(int(entry.name))
+    return found
+
+
+def signalling_site(site: SiteServer, stream: dict[str, bytes], signal_number: int) -> list[int]:
+    """The Video.js site, whose master playlist, when yt-dlp asks for it, first sends
+    ``signal_number`` to the yt-dlp process (one worker: there is one), then is answered; and
+    a second page, ``<video src>``, that yt-dlp resolves without a request to the server.
+    Returns the list the signalled process ids are added to."""
+    build_site(site, stream)
+    prompt = site.routes["/media/stream.m3u8"]
+    signalled: list[int] = []
+
+    async def signalling(request: web.Request) -> web.StreamResponse:
+        for pid in ytdlp_children():
+            os.kill(pid, signal_number)
+            signalled.append(pid)
+        return await prompt(request)
+
+    site.add_handler("/media/stream.m3u8", signalling)
+    site.add_page("/", '<a href="/watch.html">watch</a> <a href="/second.html">2</a>')
+    site.add_page("/second.html", '<video src="/clip.mp4"></video>')
+    site.add_file("/clip.mp4", b"\x00\x00\x00\x08free", "video/mp4")
+    return signalled
+
+
+async def test_a_yt_dlp_process_that_dies_costs_its_page_only(
+    tmp_path: Path,
+    hls_stream: dict[str, bytes],  # noqa: F811 - the fixture imported above
+) -> None:
+    """yt-dlp's process is killed (as the kernel's OOM killer would) while its request for the
+    playlist is fetched: the capture is kept, the page costs one failure, the next page gets a
+    new process, the crawl completes and no process is left behind."""
+    async with SiteServer() as site:
+        signalled = signalling_site(site, hls_stream, signal.SIGKILL)
+        out = tmp_path / "out"
+        settings = fast_settings(out, site.url("/"), workers=1, media="yt-dlp")
+        result = await asyncio.wait_for(Crawler(settings).run(), 120)  # a hang guard
+        assert result.status == "completed", result.reason
+    assert len(signalled) == 1
+    log = events(out)
+    failed = [e for e in log if e.get("event") == "yt-dlp-failed"]
+    assert [e["url"] for e in failed] == [site.url("/watch.html")], failed
+    assert "yt-dlp's process failed" in failed[0]["error"]
+    assert [e["url"] for e in log if e.get("event") == "yt-dlp"] == [site.url("/second.html")]
+    assert site.url("/media/stream.m3u8") in {r.uri for r in responses(out / "warcs")}
+    assert ytdlp_children() == []
+
+
+async def test_a_yt_dlp_process_that_hangs_is_killed_at_its_pages_time(
+    tmp_path: Path,
+    hls_stream: dict[str, bytes],  # noqa: F811
+) -> None:
+    """yt-dlp's process stops answering (SIGSTOP: it neither runs nor exits) once its request
+    for the playlist is answered: at the page's resolution time it is killed, the page costs
+    one failure, the next page gets a new process, and the crawl completes."""
+    limit = 8.0  # long enough for yt-dlp to reach the playlist on a busy machine
+    async with SiteServer() as site:
+        signalled = signalling_site(site, hls_stream, signal.SIGSTOP)
+        out = tmp_path / "out"
+        settings = fast_settings(out, site.url("/"), workers=1, media="yt-dlp", media_timeout=limit)
+        result = await asyncio.wait_for(Crawler(settings).run(), 120)  # a hang guard
+        assert result.status == "completed", result.reason
+    assert len(signalled) == 1
+    log = events(out)
+    failed = [e for e in log if e.get("event") == "yt-dlp-failed"]
+    assert [e["url"] for e in failed] == [site.url("/watch.html")], failed
+    assert f"still busy after {limit:g} s" in failed[0]["error"]
+    assert [e["url"] for e in log if e.get("event") == "yt-dlp"] == [site.url("/second.html")]
+    with pytest.raises(ProcessLookupError):  # killed and reaped
+        os.kill(signalled[0], 0)
+    assert ytdlp_children() == []
