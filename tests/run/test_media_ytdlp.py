@@ -17,7 +17,9 @@ import asyncio
 import json
 import os
 import signal
+import subprocess
 import sys
+import sysconfig
 from pathlib import Path
 from typing import Any
 
@@ -317,3 +319,53 @@ async def test_a_yt_dlp_process_that_hangs_is_killed_at_its_pages_time(
     with pytest.raises(ProcessLookupError):  # killed and reaped
         os.kill(signalled[0], 0)
     assert ytdlp_children() == []
+
+
+def python_without_yt_dlp(where: Path) -> Path:
+    """A virtual environment with everything this one has but yt-dlp (its site-packages
+    entries linked, archiver's editable install among them): archiver installed without the
+    ``media`` extra."""
+    subprocess.run([sys.executable, "-m", "venv", "--without-pip", str(where)], check=True)
+    theirs = Path(sysconfig.get_paths()["purelib"])
+    ours = Path(
+        subprocess.run(
+            [
+                str(where / "bin" / "python"),
+                "-c",
+                "import sysconfig as s; print(s.get_paths()['purelib'])",
+            ],
+            check=True,
+            capture_output=True,
+            text=True,
+        ).stdout.strip()
+    )
+    for entry in theirs.iterdir():
+        if not entry.name.startswith("yt_dlp"):
+            (ours / entry.name).symlink_to(entry)
+    return where / "bin" / "python"
+
+
+async def test_media_yt_dlp_without_yt_dlp_installed_is_a_usage_error(tmp_path: Path) -> None:
+    """archiver installed without its ``media`` extra: ``--media yt-dlp`` is refused in one
+    line that says how to install it (exit 2), before any request or file."""
+    python = await asyncio.to_thread(python_without_yt_dlp, tmp_path / "venv")
+    probe = [str(python), "-c", "import archiver, aiohttp; import yt_dlp"]
+    premise = await asyncio.to_thread(subprocess.run, probe, capture_output=True, text=True)
+    assert "No module named 'yt_dlp'" in premise.stderr, premise.stderr
+    async with SiteServer() as site:
+        site.add_page("/", '<video src="/clip.mp4"></video>')
+        out = tmp_path / "out"
+        command = [str(python), "-m", "archiver", "crawl", site.url("/"), "-o", str(out)]
+        done = await asyncio.to_thread(
+            subprocess.run,
+            [*command, "--media", "yt-dlp"],
+            capture_output=True,
+            text=True,
+            timeout=120,  # a hang guard
+        )
+        assert site.counters.hits == []
+    assert done.returncode == 2, done.stderr
+    lines = done.stderr.strip().splitlines()
+    assert len(lines) == 1, done.stderr
+    assert "yt-dlp is not installed: pip install 'archiver[media]'" in lines[0]
+    assert not (out / "warcs").exists()
