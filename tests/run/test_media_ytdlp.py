@@ -28,6 +28,8 @@ from aiohttp import web
 
 from archiver.run.crawler import Crawler
 from tests.conftest import fast_settings
+from tests.docs.registry import documents
+from tests.docs.shell import DocShell, workdir
 from tests.run.test_extractors_crawl import MASTER, hls_stream  # noqa: F401 - a fixture
 from tests.support.replaywebpage import ReplayWebPage
 from tests.support.site import SiteServer
@@ -369,3 +371,30 @@ async def test_media_yt_dlp_without_yt_dlp_installed_is_a_usage_error(tmp_path: 
     assert len(lines) == 1, done.stderr
     assert "yt-dlp is not installed: pip install 'archiver[media]'" in lines[0]
     assert not (out / "warcs").exists()
+
+
+README_CRAWL = "archiver crawl https://example.org/watch/ -o crawls/videos --media yt-dlp --wacz"
+
+
+@documents(README_CRAWL)
+async def test_the_readme_media_crawl_as_documented(
+    doc: DocShell,
+    tmp_path: Path,
+    hls_stream: dict[str, bytes],  # noqa: F811
+) -> None:
+    """The README's command line, the site a local Video.js page: the stream yt-dlp resolved
+    is in the crawl's WARC files and WACZ, with yt-dlp's info record."""
+    cwd = workdir(tmp_path)
+    async with SiteServer() as site:
+        build_site(site, hls_stream)
+        page = site.url("/watch.html")
+        done = await asyncio.to_thread(
+            doc.run, README_CRAWL, cwd=cwd, replace={"https://example.org/watch/": page}
+        )
+    assert done.returncode == 0, done.stderr
+    out = cwd / "crawls" / "videos"
+    captured = {r.uri for r in responses(out / "warcs")}
+    assert {site.url(f"/media/v0/seg{n}.ts") for n in range(3)} <= captured
+    records = read_records(out / "warcs")
+    assert [r.uri for r in records if r.type == "metadata"] == ["urn:yt-dlp:" + page]
+    assert (out / "videos.wacz").is_file()
