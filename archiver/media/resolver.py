@@ -172,6 +172,9 @@ class YtDlpResolver:
         self._closed = False
         #: yt-dlp's version, once a child has started
         self.version: str | None = None
+        #: whether the children run in a network namespace of their own (no network at all),
+        #: once one has started; else yt-dlp's request handler is their only way out
+        self.isolated: bool | None = None
 
     async def start(self) -> str:
         """Start one child and return yt-dlp's version: raises :class:`MediaResolverError`
@@ -206,6 +209,7 @@ class YtDlpResolver:
             await child.kill()
             raise MediaResolverError(str(hello["error"]))
         self.version = str(hello.get("version"))
+        self.isolated = hello.get("isolated") is True
         return child
 
     async def resolve(self, url: str, fetch: Fetch, *, media_hint: bool) -> Resolution:

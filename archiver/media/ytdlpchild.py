@@ -19,7 +19,7 @@ The protocol is one JSON object a line, both ways (bodies in base64). Parent to 
 
 Child to parent::
 
-    {"op": "ready", "version": V} | {"op": "ready", "error": WHY}   (once, at start)
+    {"op": "ready", "version": V, "isolated": bool} | {"op": "ready", "error": WHY}   (at start)
     {"op": "request", "method": M, "url": U, "headers": [[k, v]...], "body": B64 | null}
     {"op": "result", "info": {...}, "extractor": KEY, "warnings": [...]}
     {"op": "skipped", "why": ...}   (no extractor but the generic one, and no media on the page)
@@ -28,8 +28,10 @@ Child to parent::
 A page goes to yt-dlp's extractor for its URL when one other than the generic extractor claims
 it; otherwise to the generic extractor (``<video>``, JSON-LD, ``og:video``, embedded players)
 only when the parent saw media on the page (``media_hint``), so an ordinary page costs no
-extraction. The child caps its own address space (``RLIMIT_AS``) before importing yt-dlp and
-exits when its stdin closes (the crawl ended or died).
+extraction. Before importing yt-dlp the child moves into a network namespace of its own where
+the kernel allows it (:func:`isolate_network`: then no socket of yt-dlp's, or of a library it
+calls, reaches any host) and caps its own address space (``RLIMIT_AS``); it exits when its
+stdin closes (the crawl ended or died).
 
 As a script: ``python ytdlpchild.py MEMORY_BYTES``.
 """
@@ -37,6 +39,7 @@ As a script: ``python ytdlpchild.py MEMORY_BYTES``.
 from __future__ import annotations
 
 import base64
+import ctypes
 import io
 import json
 import os
@@ -47,6 +50,26 @@ from typing import IO, Any
 
 #: what the child answers a parent that sent something it cannot read
 PROTOCOL_ERROR = "protocol error"
+#: unshare(2) flags (linux/sched.h)
+CLONE_NEWNET = 0x40000000
+CLONE_NEWUSER = 0x10000000
+
+
+def isolate_network() -> bool:
+    """Move this process into a network namespace of its own (unshare(2)): one with only a
+    loopback interface, which is down, so no socket it opens reaches any host, the crawl's
+    included. ``CLONE_NEWNET`` alone needs ``CAP_SYS_ADMIN``; with ``CLONE_NEWUSER`` an
+    unprivileged process may do it where the kernel allows user namespaces. Done before
+    yt-dlp is imported, while the process has one thread (``CLONE_NEWUSER`` requires it).
+    False where neither is allowed: the request handler is then the only way out."""
+    if not sys.platform.startswith("linux"):
+        return False
+    try:
+        libc = ctypes.CDLL(None, use_errno=True)
+        unshare = libc.unshare
+    except (OSError, AttributeError):
+        return False
+    return any(unshare(flags) == 0 for flags in (CLONE_NEWNET, CLONE_NEWUSER | CLONE_NEWNET))
 
 
 class Channel:
@@ -246,6 +269,7 @@ def warm_up() -> None:
 
 def main(argv: list[str]) -> int:
     memory = int(argv[1]) if len(argv) > 1 else 0
+    isolated = isolate_network()
     if memory > 0:
         resource.setrlimit(resource.RLIMIT_AS, (memory, memory))
     # the protocol owns the real stdout; anything yt-dlp or a library prints goes to stderr
@@ -262,7 +286,7 @@ def main(argv: list[str]) -> int:
     except Exception as exc:  # a broken yt-dlp install: the crawl says so before it starts
         channel.send({"op": "ready", "error": f"yt-dlp cannot run: {_one_line(str(exc))}"})
         return 0
-    channel.send({"op": "ready", "version": yt_dlp.version.__version__})
+    channel.send({"op": "ready", "version": yt_dlp.version.__version__, "isolated": isolated})
     handler = make_handler(channel)
     serve(channel, lambda message: resolve(channel, handler, message))
     return 0

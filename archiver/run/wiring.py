@@ -343,7 +343,7 @@ async def open_media_resolver(run: Run, stages: Stages) -> YtDlpResolver | None:
         return None
     resolver = stages.media_resolver = YtDlpResolver(media_resolver_config(run.settings))
     version = await resolver.start()
-    stages.log.info("yt-dlp-ready", version=version)
+    stages.log.info("yt-dlp-ready", version=version, network_isolated=resolver.isolated)
     return resolver
 
 

@@ -26,6 +26,7 @@ from typing import Any
 import pytest
 from aiohttp import web
 
+from archiver.media.resolver import ResolverConfig, YtDlpResolver
 from archiver.run.crawler import Crawler
 from tests.conftest import fast_settings
 from tests.docs.registry import documents
@@ -107,6 +108,8 @@ async def test_yt_dlp_resolves_a_pages_media_through_the_crawls_own_fetcher(
         for path in expected:  # every request yt-dlp caused reached the server once, recorded
             assert site.counters.count(path) == 1, path
         assert site.counters.count("/media/v1/index.m3u8") == 0  # over the bit-rate cap
+        # no byte bypassed the recorder: the server saw no request that is not in the WARCs
+        assert sorted(hit.path for hit in site.counters.hits) == sorted(expected)
 
         fetched = {e["url"]: e for e in log if e.get("event") == "fetch"}
         master = fetched[site.url("/media/stream.m3u8")]
@@ -129,6 +132,17 @@ async def test_yt_dlp_resolves_a_pages_media_through_the_crawls_own_fetcher(
         index = (out / "index.cdxj").read_text()
         assert index.splitlines() == reference_cdxj(out / "warcs")
         assert sum("urn:yt-dlp:" in line for line in index.splitlines()) == 1
+
+        # archiver's own checks of the crawl and the package take the metadata record
+        for target in (out, next(out.glob("*.wacz"))):
+            checked = await asyncio.to_thread(
+                subprocess.run,
+                [sys.executable, "-m", "archiver", "verify", str(target)],
+                capture_output=True,
+                text=True,
+                timeout=300,  # a hang guard
+            )
+            assert checked.returncode == 0, checked.stdout + checked.stderr
 
         wacz = next(out.glob("*.wacz"))
         async with ReplayWebPage(wacz, tmp_path / "replay-browser") as replay:
@@ -398,3 +412,30 @@ async def test_the_readme_media_crawl_as_documented(
     records = read_records(out / "warcs")
     assert [r.uri for r in records if r.type == "metadata"] == ["urn:yt-dlp:" + page]
     assert (out / "videos.wacz").is_file()
+
+
+def unshare_allowed() -> bool:
+    """Whether this machine lets a process move into a network namespace of its own, asked of
+    the kernel in a process of its own (unshare(2) with CLONE_NEWNET, or with CLONE_NEWUSER)."""
+    probe = (
+        "import ctypes, sys; u = ctypes.CDLL(None).unshare;"
+        " sys.exit(0 if u(0x40000000) == 0 or u(0x50000000) == 0 else 1)"
+    )
+    return subprocess.run([sys.executable, "-c", probe], check=False).returncode == 0
+
+
+async def test_yt_dlp_runs_in_a_network_namespace_of_its_own() -> None:
+    """Where the kernel allows it, yt-dlp's process has no network at all (a namespace whose
+    only interface is a loopback that is down): no code in it, yt-dlp's or a library's, can
+    open a connection that bypasses the crawl. The resolver says which it is."""
+    resolver = YtDlpResolver(ResolverConfig(processes=1))
+    try:
+        await resolver.start()
+        [pid] = ytdlp_children()
+        theirs = os.readlink(f"/proc/{pid}/ns/net")
+        allowed = await asyncio.to_thread(unshare_allowed)
+        assert resolver.isolated is allowed
+        assert (theirs != os.readlink("/proc/self/ns/net")) is allowed
+    finally:
+        await resolver.close()
+    assert ytdlp_children() == []
