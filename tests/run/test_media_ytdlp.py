@@ -439,3 +439,46 @@ async def test_yt_dlp_runs_in_a_network_namespace_of_its_own() -> None:
     finally:
         await resolver.close()
     assert ytdlp_children() == []
+
+
+TWO_CLIPS = """<!doctype html><html><head><title>two clips</title></head><body>
+<div id="player"></div>
+<script>
+// JW Player's set-up call, as pages write it (the library itself is not needed here)
+jwplayer("player").setup({"playlist": [
+  {"file": "media/a.mp4", "title": "a"}, {"file": "media/b.mp4", "title": "b"}]});
+</script></body></html>"""
+CLIP = 3_000  # bytes of each clip
+
+
+@pytest.mark.parametrize(
+    ("budget", "fetched"), [(CLIP, ["/media/a.mp4"]), (0, ["/media/a.mp4", "/media/b.mp4"])]
+)
+async def test_the_media_yt_dlp_resolves_stay_within_their_pages_budget(
+    tmp_path: Path, budget: int, fetched: list[str]
+) -> None:
+    """yt-dlp resolves two clips from a JW Player playlist (relative URLs in a script: no static
+    extractor finds them). With a budget of one clip, the first is fetched and the second is
+    skipped as the page has spent its budget (one worker, so the first is fetched before the
+    second is leased); with no budget (0) both are."""
+    async with SiteServer() as site:
+        site.add_page("/", '<a href="/two.html">two</a>')
+        site.add_page("/two.html", TWO_CLIPS)
+        for name in ("a", "b"):
+            site.add_file(f"/media/{name}.mp4", bytes([ord(name)]) * CLIP, "video/mp4")
+        out = tmp_path / "out"
+        settings = fast_settings(
+            out, site.url("/"), workers=1, media="yt-dlp", media_max_bytes=budget
+        )
+        result = await asyncio.wait_for(Crawler(settings).run(), 120)  # a hang guard
+        assert result.status == "completed", result.reason
+        served = sorted(hit.path for hit in site.counters.hits if hit.path.startswith("/media/"))
+    assert served == fetched
+    log = events(out)
+    resolved = [e for e in log if e.get("event") == "yt-dlp"]
+    assert [(e["url"], e["media"]) for e in resolved] == [(site.url("/two.html"), 2)]
+    skipped = [e for e in log if "media-budget" in json.dumps(e)]
+    if budget:
+        assert [e.get("url") for e in skipped] == [site.url("/media/b.mp4")], skipped
+    else:
+        assert skipped == []
