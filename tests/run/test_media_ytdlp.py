@@ -482,3 +482,38 @@ async def test_the_media_yt_dlp_resolves_stay_within_their_pages_budget(
         assert [e.get("url") for e in skipped] == [site.url("/media/b.mp4")], skipped
     else:
         assert skipped == []
+
+
+async def test_two_processes_each_resolve_with_their_own_yt_dlp(
+    tmp_path: Path,
+    hls_stream: dict[str, bytes],  # noqa: F811
+) -> None:
+    """``--processes 2 --media yt-dlp``: whichever process leases the page resolves it with
+    its own yt-dlp; the stream is captured once and the info record written once."""
+    async with SiteServer() as site:
+        build_site(site, hls_stream)
+        out = tmp_path / "out"
+        process = await asyncio.create_subprocess_exec(
+            sys.executable, "-m", "archiver", "crawl", site.url("/"), "--output", str(out),
+            "--processes", "2", "--workers", "2", "--robots", "ignore", "--sitemaps", "off",
+            "--per-host-delay", "0", "--min-free-disk", "0", "--quiet", "--progress", "off",
+            "--media", "yt-dlp",
+            stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.STDOUT,
+        )  # fmt: skip
+        try:
+            output, _ = await asyncio.wait_for(process.communicate(), 300)  # a hang guard
+        finally:
+            if process.returncode is None:
+                process.kill()
+                await process.wait()
+        assert process.returncode == 0, output.decode(errors="replace")[-3000:]
+        segments = [f"/media/v0/seg{n}.ts" for n in range(3)]
+        expected = ["/", "/watch.html", "/media/stream.m3u8", "/media/v0/index.m3u8", *segments]
+        assert sorted(hit.path for hit in site.counters.hits) == sorted(expected)
+    records = read_records(out / "warcs")
+    assert sorted(r.uri or "" for r in records if r.type == "response") == sorted(
+        site.url(path) for path in expected
+    )
+    assert [r.uri for r in records if r.type == "metadata"] == [
+        "urn:yt-dlp:" + site.url("/watch.html")
+    ]
