@@ -735,6 +735,24 @@ async def test_digest_index_first_writer_wins(make: Factory, client: aioredis.Re
     )
 
 
+async def test_media_bytes_are_one_count_per_page_for_every_process(
+    make: Factory, client: aioredis.Redis
+) -> None:
+    """Two processes' frontiers add to one page's media bytes: each sees the other's."""
+    first, second = await make(), await make()
+    one, two = first.media_bytes(), second.media_bytes()
+    page = "http://a.test/watch"
+    assert await one.spent(page) == 0
+    await one.add(page, 1_000)
+    await two.add(page, 250)
+    await two.add("http://a.test/other", 7)
+    await first.flush()
+    await second.flush()
+    assert await one.spent(page) == await two.spent(page) == 1_250
+    assert await client.hget(first.prefix + "media", page) == b"1250"
+    assert await one.spent("http://a.test/other") == 7
+
+
 async def test_robots_cache_round_trip_and_ttl(make: Factory, client: aioredis.Redis) -> None:
     frontier = await make()
     cache = frontier.robots_cache()
