@@ -3,7 +3,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass, field
 from datetime import datetime
 from typing import TYPE_CHECKING, Any, Protocol
@@ -44,6 +44,22 @@ class PageList(Protocol):
     """Where the crawl's pages are listed (``pages.jsonl``, the WACZ's page list)."""
 
     def add(self, url: str, date: datetime, title: str | None, text: str | None = None) -> None: ...
+
+
+@dataclass(frozen=True, slots=True)
+class KeptRequest:
+    """The request to make for a leased URL instead of a GET: a POST or PUT a replayed page
+    made, its body kept by the replay check (``archiver patch``)."""
+
+    method: str
+    content_type: str | None
+    body: bytes
+
+    def headers(self, referer: Mapping[str, str] | None) -> dict[str, str]:
+        fields = dict(referer or {})
+        if self.content_type is not None:
+            fields["Content-Type"] = self.content_type
+        return fields
 
 
 @dataclass(frozen=True, slots=True)
@@ -89,6 +105,16 @@ class Parts:
     browser: BrowserParts | None = None
     #: --exclude and the live ignores: checked again when a URL is leased (run.control)
     exclusions: Exclusions = field(default_factory=Exclusions)
+    #: URL -> the request with a body to make when it is leased (``archiver patch``)
+    kept_requests: Mapping[str, KeptRequest] = field(default_factory=dict)
 
 
-__all__ = ["ArchiveFetch", "BrowserParts", "PageList", "Parts", "RobotsChecker", "RunContext"]
+__all__ = [
+    "ArchiveFetch",
+    "BrowserParts",
+    "KeptRequest",
+    "PageList",
+    "Parts",
+    "RobotsChecker",
+    "RunContext",
+]

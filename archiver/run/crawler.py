@@ -21,7 +21,7 @@ import os
 import shutil
 import time
 import traceback
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from typing import IO, Protocol
 
 from archiver.config.assemble import check_browser, cookie_file, seed_list, wacz_signer
@@ -33,6 +33,7 @@ from archiver.models import MAX_REDIRECTS, CrawlItem, FailReason, Outcome, TaskR
 from archiver.pipeline.capture import Capturer
 from archiver.pipeline.counters import CrawlStats
 from archiver.pipeline.outcomes import WORKER_NAME
+from archiver.pipeline.parts import KeptRequest
 from archiver.pipeline.pipeline import Pipeline
 from archiver.run import finish, wiring
 from archiver.run.finish import (
@@ -98,10 +99,12 @@ class Crawler:
         clock: Clock = utcnow,
         supervised_as: str | None = None,
         patch: tuple[CrawlItem, ...] | None = None,
+        kept_requests: Mapping[str, KeptRequest] | None = None,
     ) -> None:
         self.settings = settings
         #: ``archiver patch``: resume the crawl (completed or not) with these items only
-        #: (:mod:`archiver.run.patch`), not from its seeds
+        #: (:mod:`archiver.run.patch`), not from its seeds; ``kept_requests``: those to be
+        #: requested with a body (a POST a replayed page made)
         self._patch = patch
         self.options = wiring.Options(
             console=console,
@@ -110,6 +113,7 @@ class Crawler:
             clock=clock,
             pipeline_class=self.pipeline_class,
             supervised=supervised_as is not None,
+            kept_requests=kept_requests or {},
         )
         #: names this process in a shared crawl (``{hostname}-{pid}``); ``supervised_as``: one
         #: process of ``--processes N``, whose name stays the same across restarts so that it

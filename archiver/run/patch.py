@@ -18,9 +18,15 @@ the crawl's rules refuse, what a page asks for with a body, are reported and not
 after ``--rounds`` rounds. A miss can hide another (a missing script fetches nothing): the
 next round's check finds it once the first is there.
 
-Requests with a body (POST, PUT) are made by a page's scripts with data only the page has: they
-are not fetched here (a crawl with ``--browser`` captures them as the page makes them), and are
-listed as such.
+A request with a body (a POST search, a PUT) is made again with the body the page sent in the
+replay (the check keeps it, up to :data:`archiver.qa.check.MAX_KEPT_BODY` bytes): its lease
+makes that request instead of a GET, so the capture is indexed under the key replay looks it
+up with (the body's parameters appended) and pywb's fuzzy rule serves it to the next load,
+whose body differs (a timestamp). Not fetched, and listed with why: another method (only GET,
+POST and PUT are requested again), a body the browser did not report whole (a file, a stream)
+or larger than that limit (an upload), and a POST or PUT to a URL the crawl's frontier holds
+already (it queues each URL once: when the URL was fetched with GET, the POST is not queued
+again; ``crawl --qa`` fetches it in its page's own lease instead).
 """
 
 from __future__ import annotations
@@ -33,7 +39,10 @@ from typing import Any
 
 from archiver.config.settings import Settings, parse_value, setting_fields
 from archiver.errors import ArchiverError
+from archiver.index.postquery import APPENDED_METHODS
 from archiver.models import CrawlItem, Hop
+from archiver.pipeline.parts import KeptRequest
+from archiver.qa.check import Miss
 from archiver.qa.options import QaOptions
 from archiver.qa.run import QA_LINES, QaRun, totals
 from archiver.run.crawler import Crawler, CrawlResult
@@ -87,38 +96,73 @@ def crawl_settings(crawl_dir: Path, **overrides: Any) -> Settings:
     return Settings(**values)
 
 
-def misses_to_fetch(lines: Path, tried: set[str]) -> tuple[list[CrawlItem], dict[str, str]]:
-    """The GET misses of ``qa.jsonl`` not tried yet, each a requisite of its page; and the
-    misses that are not fetched, with why."""
+@dataclass
+class PatchPlan:
+    """What a round fetches: the misses as requisites of their pages, those to be requested
+    with their body (a POST or PUT), and the misses not fetched, with why."""
+
+    items: list[CrawlItem] = field(default_factory=list)
+    kept: dict[str, KeptRequest] = field(default_factory=dict)
+    left: dict[str, str] = field(default_factory=dict)
+
+
+def misses_to_fetch(lines: Path, tried: set[str], pages: set[str] | None = None) -> PatchPlan:
+    """The misses of ``qa.jsonl`` (of ``pages`` only, when given) not tried yet, each a
+    requisite of its page; a POST or PUT with the body the check kept; and the misses that
+    are not fetched, with why."""
+    plan = PatchPlan()
     items: dict[str, CrawlItem] = {}
-    left: dict[str, str] = {}
     if not lines.is_file():
-        return [], left
+        return plan
     for raw in lines.read_text(encoding="utf-8", errors="replace").splitlines():
         try:
             line = json.loads(raw)
         except ValueError:
             continue
         page = str(line.get("url", ""))
-        for miss in line.get("misses", []):
-            url = str(miss.get("url", ""))
-            if miss.get("method", "GET") != "GET":
-                left[url] = f"a {miss.get('method')} with a body only the page's script has"
+        if pages is not None and page not in pages:
+            continue
+        for listed in line.get("misses", []):
+            miss = Miss.from_json(listed)
+            url = miss.url
+            why = _not_fetchable(miss)
+            if why is not None:
+                plan.left[url] = why
                 continue
             if url in tried:
                 if url not in items:
-                    left.setdefault(url, "fetched in an earlier round, still not replayable")
+                    plan.left.setdefault(url, "fetched in an earlier round, still not replayable")
                 continue
             items.setdefault(url, CrawlItem(url=page).child(url, Hop.EMBED))
+            if miss.body is not None:
+                plan.kept.setdefault(url, KeptRequest(miss.method, miss.content_type, miss.body))
         for item in line.get("unfixable", []):
-            left[str(item.get("url"))] = str(item.get("reason"))
-    return list(items.values()), left
+            plan.left[str(item.get("url"))] = str(item.get("reason"))
+    plan.items = list(items.values())
+    return plan
+
+
+def _not_fetchable(miss: Miss) -> str | None:
+    """Why a miss cannot be requested again, or None."""
+    method = miss.method.upper()
+    if method == "GET":
+        return None
+    if method not in APPENDED_METHODS:
+        return f"a {method}: only GET, POST and PUT are requested again"
+    if miss.body is None:
+        return f"a {method} whose body was not kept: {miss.body_missing or 'none recorded'}"
+    return None
 
 
 async def patch_crawl(
-    crawl_dir: Path, options: QaOptions, *, rounds: int = DEFAULT_ROUNDS
+    crawl_dir: Path,
+    options: QaOptions,
+    *,
+    rounds: int = DEFAULT_ROUNDS,
+    only: set[str] | None = None,
 ) -> PatchResult:
-    """Fetch what ``qa.jsonl`` names as missing, and check again (see the module docstring)."""
+    """Fetch what ``qa.jsonl`` names as missing (the misses of the pages ``only`` names, when
+    given), and check again (see the module docstring)."""
     if not (crawl_dir / "index.cdxj").is_file():
         raise PatchError(f"no index.cdxj in {crawl_dir}: is it a crawl directory?")
     lines = crawl_dir / QA_LINES
@@ -127,26 +171,28 @@ async def patch_crawl(
     result = PatchResult()
     tried: set[str] = set()
     for number in range(1, rounds + 1):
-        items, left = misses_to_fetch(lines, tried)
-        result.left = left
+        plan = misses_to_fetch(lines, tried, only)
+        result.left = plan.left
+        items = plan.items
         if not items:
             break
         tried.update(item.url for item in items)
-        crawl = await _fetch(crawl_dir, items)
+        crawl = await _fetch(crawl_dir, plan)
         pages = sorted({item.via for item in items if item.via})
         _forget(lines, set(pages))
         qa = await QaRun(crawl_dir, _only(options, pages)).run()
         result.rounds.append(
             PatchRound(number, len(items), _captures(crawl), int(qa.totals["missing_urls"]))
         )
-    _items, result.left = misses_to_fetch(lines, tried)
+    result.left = misses_to_fetch(lines, tried, only).left
     result.missing = int(totals(lines)["missing_urls"])
     return result
 
 
-async def _fetch(crawl_dir: Path, items: list[CrawlItem]) -> CrawlResult:
+async def _fetch(crawl_dir: Path, plan: PatchPlan) -> CrawlResult:
     settings = crawl_settings(crawl_dir)
-    result = await Crawler(settings, patch=tuple(items)).run()
+    crawler = Crawler(settings, patch=tuple(plan.items), kept_requests=plan.kept)
+    result = await crawler.run()
     if result.status not in ("completed", "limit"):
         raise PatchError(
             f"the patch run of {crawl_dir} ended {result.status}: {result.reason or ''}".strip()
@@ -185,4 +231,12 @@ def _forget(lines: Path, pages: set[str]) -> None:
     os.replace(tmp, lines)
 
 
-__all__ = ["DEFAULT_ROUNDS", "PatchError", "PatchResult", "crawl_settings", "patch_crawl"]
+__all__ = [
+    "DEFAULT_ROUNDS",
+    "PatchError",
+    "PatchPlan",
+    "PatchResult",
+    "crawl_settings",
+    "misses_to_fetch",
+    "patch_crawl",
+]

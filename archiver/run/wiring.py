@@ -23,7 +23,7 @@ from __future__ import annotations
 
 import os
 import socket
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import IO, TYPE_CHECKING, Any
 
@@ -49,7 +49,7 @@ from archiver.frontier.config import REDIS_SCHEMES
 from archiver.index import cdxj
 from archiver.models import CrawlItem, ResumeInfo
 from archiver.pipeline.counters import CrawlStats
-from archiver.pipeline.parts import BrowserParts, Parts, RunContext
+from archiver.pipeline.parts import BrowserParts, KeptRequest, Parts, RunContext
 from archiver.pipeline.pipeline import Pipeline
 from archiver.policy.ignores import Exclusions, compile_patterns
 from archiver.policy.robots import Robots, RobotsCache
@@ -128,6 +128,9 @@ class Options:
     #: one process of ``--processes N``: the supervisor merges the index, packages the WACZ
     #: and writes the crawl's summary once every process has stopped, so this one never does
     supervised: bool = False
+    #: URL -> the request with a body to make for it (``archiver patch``: a POST a replayed
+    #: page made)
+    kept_requests: Mapping[str, KeptRequest] = field(default_factory=dict)
 
 
 def process_id(settings: Settings) -> str | None:
@@ -240,6 +243,7 @@ async def assemble(run: Run, stages: Stages, options: Options) -> None:
         pages=pages,
         browser=browser,
         exclusions=control.exclusions,
+        kept_requests=options.kept_requests,
     )
     context = RunContext(s, run.stats, log, stages.crawl_log.info_event)
     stages.pipeline = options.pipeline_class(context, parts)
