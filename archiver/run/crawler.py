@@ -53,7 +53,7 @@ from archiver.run.output import (
     OutputLock,
     write_status,
 )
-from archiver.run.stats import SNAPSHOT_HOSTS, TOP_HOSTS, BrowserSnapshot, Snapshot
+from archiver.run.stats import SNAPSHOT_HOSTS, TOP_HOSTS, BrowserSnapshot, QaSnapshot, Snapshot
 from archiver.sign.signer import Signer
 from archiver.timefmt import Clock, utcnow
 
@@ -179,6 +179,7 @@ class Crawler:
             stopping=self._stopping,
             dedup_bytes_saved=stats.dedup_bytes_saved,
             browser=BrowserSnapshot.of(stats.browser) if stats.browser is not None else None,
+            qa=QaSnapshot.of(stats.qa) if stats.qa is not None else None,
         )
 
     # -- the run ----------------------------------------------------------------------------
