@@ -6,6 +6,7 @@ from __future__ import annotations
 from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass, field
 from datetime import datetime
+from pathlib import Path
 from typing import TYPE_CHECKING, Any, Protocol
 
 from archiver.config.settings import Settings
@@ -25,6 +26,7 @@ from archiver.warc.writer import Writer
 
 if TYPE_CHECKING:
     from archiver.browser.pool import BrowserPool
+    from archiver.qa.check import SharedArchive
 
 #: Fetch a URL and archive the exchange as part of the current lease (used for robots.txt).
 ArchiveFetch = Callable[[str], Awaitable[Exchange]]
@@ -63,16 +65,28 @@ class KeptRequest:
 
 
 @dataclass(frozen=True, slots=True)
+class CheckParts:
+    """What checking each page as it is captured needs (``--qa``)."""
+
+    #: what the crawl has written so far, as replay looks it up (refreshed before each check)
+    archive: SharedArchive
+    crawl_dir: Path  #: where ``qa.jsonl`` and the screenshots of ``qa/`` go
+    follow_links: int = 3
+
+
+@dataclass(frozen=True, slots=True)
 class BrowserParts:
-    """What the browser stage is made of (``--browser all|auto``)."""
+    """What the browser stage is made of (``--browser all|auto``, or ``--qa``)."""
 
     pool: BrowserPool
     recall: Recall
-    mode: str  #: ``all`` or ``auto``
+    mode: str  #: ``all``, ``auto``, or ``off`` (the browser replays pages for ``--qa`` only)
     max_body: int
     #: ``--qa``: each page's rendered text and full-page screenshot stored as resource
     #: records (``urn:text:URL``, ``urn:screenshot-full:URL``), what a replay is compared with
     references: bool = False
+    #: ``--qa``: each page checked as it is captured
+    checks: CheckParts | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -112,6 +126,7 @@ class Parts:
 __all__ = [
     "ArchiveFetch",
     "BrowserParts",
+    "CheckParts",
     "KeptRequest",
     "PageList",
     "Parts",

@@ -108,8 +108,8 @@ class Pipeline:
             item, content, requisites=why is None, list_page=why is None
         )
         await self._text_record(capturer, text)
-        if browsing is not None and why is not None:
-            failed = await browsing.load(capturer, content, written, why)
+        if browsing is not None:  # loaded in the browser when it wants; checked with --qa
+            failed = await browsing.page_captured(capturer, content, written, why)
             if failed is not None:
                 return failed
         return self.outcomes.captured(item, exchange, written)
@@ -143,10 +143,9 @@ class Pipeline:
             item, exchange, requisites=why is None, list_page=why is None
         )
         await self._text_record(capturer, text)
-        if why is not None:
-            failed = await self.browsing.load(capturer, exchange, None, why)
-            if failed is not None:
-                return failed
+        failed = await self.browsing.page_captured(capturer, exchange, None, why)
+        if failed is not None:
+            return failed
         return self.outcomes.recalled(item, exchange)
 
     async def _text_record(self, capturer: Capturer, text: str | None) -> None:

@@ -648,6 +648,7 @@ class Supervisor:
             frontier=last.frontier,
             processes={"count": self.settings.processes, "runs": self._runs},
             version=__version__,
+            qa=finish.qa_totals(layout.root) if self.settings.qa else None,
         )
 
 

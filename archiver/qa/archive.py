@@ -110,6 +110,10 @@ class CaptureIndex(Protocol):
         """Every capture whose key is ``key``."""
         ...
 
+    def refresh(self) -> int:
+        """Take in what was written since (a running crawl's index grows); the lines added."""
+        ...
+
     def close(self) -> None: ...
 
 
@@ -124,6 +128,10 @@ class SortedIndex:
 
     def close(self) -> None:
         self._file.close()
+
+    def refresh(self) -> int:
+        """A finished index does not grow."""
+        return 0
 
     def _first_line_from(self, position: int) -> bytes:
         """The first whole line starting at or after ``position``."""
@@ -202,6 +210,10 @@ class Archive:
     def close(self) -> None:
         for index in (self.own, *self.earlier):
             index.close()
+
+    def refresh(self) -> int:
+        """Take in what the crawl wrote since (see :meth:`CaptureIndex.refresh`)."""
+        return self.own.refresh()
 
     def lookup(self, request: BrowserRequest, at: str) -> Served | Lacking:
         """What replay serves for ``request`` made by a page captured at ``at`` (14 digits)."""

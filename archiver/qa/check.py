@@ -90,6 +90,18 @@ class Miss:
             out["body_missing"] = self.body_missing
         return out
 
+    def not_requested(self) -> str | None:
+        """Why this miss cannot be requested again (to be fetched), or None: a GET can, a
+        POST or PUT with its body kept can; anything else cannot."""
+        method = self.method.upper()
+        if method == "GET":
+            return None
+        if method not in APPENDED_METHODS:
+            return f"a {method}: only GET, POST and PUT are requested again"
+        if self.body is None:
+            return f"a {method} whose body was not kept: {self.body_missing or 'none recorded'}"
+        return None
+
     @classmethod
     def of(cls, request: BrowserRequest, reason: str, navigation: str = "") -> Miss:
         """The miss of ``request`` (a POST's or PUT's body kept, see :func:`kept_body`)."""
@@ -260,6 +272,15 @@ class SharedArchive:
     def __init__(self, archive: Archive) -> None:
         self.archive = archive
         self._lock = threading.Lock()
+
+    def refresh(self) -> int:
+        """Read what the crawl wrote since (a running crawl's archive grows); the lines added."""
+        with self._lock:
+            return self.archive.refresh()
+
+    def close(self) -> None:
+        with self._lock:
+            self.archive.close()
 
     def lookup(self, request: BrowserRequest, at: str) -> Served | Lacking:
         with self._lock:

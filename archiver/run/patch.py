@@ -39,12 +39,11 @@ from typing import Any
 
 from archiver.config.settings import Settings, parse_value, setting_fields
 from archiver.errors import ArchiverError
-from archiver.index.postquery import APPENDED_METHODS
 from archiver.models import CrawlItem, Hop
 from archiver.pipeline.parts import KeptRequest
 from archiver.qa.check import Miss
 from archiver.qa.options import QaOptions
-from archiver.qa.run import QA_LINES, QaRun, totals
+from archiver.qa.run import QA_LINES, QaRun, done_pages, read_pages, totals
 from archiver.run.crawler import Crawler, CrawlResult
 
 DEFAULT_ROUNDS = 3
@@ -125,7 +124,7 @@ def misses_to_fetch(lines: Path, tried: set[str], pages: set[str] | None = None)
         for listed in line.get("misses", []):
             miss = Miss.from_json(listed)
             url = miss.url
-            why = _not_fetchable(miss)
+            why = miss.not_requested()
             if why is not None:
                 plan.left[url] = why
                 continue
@@ -140,18 +139,6 @@ def misses_to_fetch(lines: Path, tried: set[str], pages: set[str] | None = None)
             plan.left[str(item.get("url"))] = str(item.get("reason"))
     plan.items = list(items.values())
     return plan
-
-
-def _not_fetchable(miss: Miss) -> str | None:
-    """Why a miss cannot be requested again, or None."""
-    method = miss.method.upper()
-    if method == "GET":
-        return None
-    if method not in APPENDED_METHODS:
-        return f"a {method}: only GET, POST and PUT are requested again"
-    if miss.body is None:
-        return f"a {method} whose body was not kept: {miss.body_missing or 'none recorded'}"
-    return None
 
 
 async def patch_crawl(
@@ -187,6 +174,19 @@ async def patch_crawl(
     result.left = misses_to_fetch(lines, tried, only).left
     result.missing = int(totals(lines)["missing_urls"])
     return result
+
+
+async def check_the_rest(crawl_dir: Path, options: QaOptions) -> PatchResult | None:
+    """``crawl --qa`` once the crawl completed: the pages it did not check while it ran (listed
+    by an earlier run without ``--qa``, or whose lease ended in a browser failure) checked now,
+    and what they lack patched. None when every page was checked during the crawl."""
+    lines = crawl_dir / QA_LINES
+    checked = done_pages(lines)
+    rest = [page.url for page in read_pages(crawl_dir) if page.url not in checked]
+    if not rest:
+        return None
+    await QaRun(crawl_dir, _only(options, rest)).run()
+    return await patch_crawl(crawl_dir, options, only=set(rest))
 
 
 async def _fetch(crawl_dir: Path, plan: PatchPlan) -> CrawlResult:
@@ -236,6 +236,7 @@ __all__ = [
     "PatchError",
     "PatchPlan",
     "PatchResult",
+    "check_the_rest",
     "crawl_settings",
     "misses_to_fetch",
     "patch_crawl",

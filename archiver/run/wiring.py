@@ -49,7 +49,7 @@ from archiver.frontier.config import REDIS_SCHEMES
 from archiver.index import cdxj
 from archiver.models import CrawlItem, ResumeInfo
 from archiver.pipeline.counters import CrawlStats
-from archiver.pipeline.parts import BrowserParts, KeptRequest, Parts, RunContext
+from archiver.pipeline.parts import BrowserParts, CheckParts, KeptRequest, Parts, RunContext
 from archiver.pipeline.pipeline import Pipeline
 from archiver.policy.ignores import Exclusions, compile_patterns
 from archiver.policy.robots import Robots, RobotsCache
@@ -57,7 +57,7 @@ from archiver.policy.scope import Scope
 from archiver.policy.sitemaps import SitemapPolicy
 from archiver.run.control import LiveControl, Politeness
 from archiver.run.log import CrawlLog, crawl_logger
-from archiver.run.output import Layout, RunStart, prepare
+from archiver.run.output import Layout, RunStart, journal_dirs, prepare
 from archiver.run.pages import PageList
 from archiver.run.resume import repair_open_warcs
 from archiver.sign.signer import Signer
@@ -66,6 +66,7 @@ from archiver.version import __version__
 
 if TYPE_CHECKING:
     from archiver.browser.pool import BrowserPool
+    from archiver.qa.check import SharedArchive
 from archiver.warc.naming import safe_name_part
 from archiver.warc.records import RecordFactory
 from archiver.warc.writer import WriteFn, Writer, WriterConfig
@@ -112,6 +113,8 @@ class Stages:
     writer: Writer | None = None
     pages: PageList | None = None
     browser: BrowserPool | None = None
+    #: ``--qa``: what each page's check replays from (closed at the end)
+    checked_archive: SharedArchive | None = None
     pipeline: Pipeline | None = None
     control: LiveControl | None = None  #: the ignores and control.toml, watched
 
@@ -287,11 +290,12 @@ async def open_frontier(run: Run, stages: Stages, injected: Backend | None) -> R
 
 
 async def open_browser(run: Run, stages: Stages) -> BrowserParts | None:
-    """The browser stage (``--browser all|auto``): its pool of tabs, started (what an earlier
-    run's Chromium left in the state directory is reaped now; Chromium itself starts with the
-    first page), and the recall of what the crawl captured."""
+    """The browser stage (``--browser all|auto``, or ``--qa`` whose checks replay pages in
+    it): its pool of tabs, started (what an earlier run's Chromium left in the state directory
+    is reaped now; Chromium itself starts with the first page), the recall of what the crawl
+    captured, and with ``--qa`` the archive the checks replay from."""
     s = run.settings
-    if s.browser == "off":
+    if s.browser == "off" and not s.qa:
         return None
     # imported here: a static crawl does not load the browser stage at all
     from archiver.browser.exchange import MAX_FULFILL_BODY  # noqa: PLC0415
@@ -314,7 +318,26 @@ async def open_browser(run: Run, stages: Stages) -> BrowserParts | None:
     recall = Recall(
         stages.captured or MemoryCapturedUrls(), run.layout.warcs, max_body=MAX_FULFILL_BODY
     )
-    return BrowserParts(pool, recall, s.browser, MAX_FULFILL_BODY, references=s.qa)
+    checks = open_checks(run, stages) if s.qa else None
+    return BrowserParts(pool, recall, s.browser, MAX_FULFILL_BODY, references=s.qa, checks=checks)
+
+
+def open_checks(run: Run, stages: Stages) -> CheckParts:
+    """``--qa``: the archive each page's check replays from, what the crawl has written so far
+    (every process's journals, followed), and the earlier crawls its revisits refer to."""
+    from archiver.browser.exchange import MAX_FULFILL_BODY  # noqa: PLC0415
+    from archiver.qa.archive import Archive, earlier_indexes  # noqa: PLC0415
+    from archiver.qa.check import SharedArchive  # noqa: PLC0415
+    from archiver.qa.journals import JournalIndex  # noqa: PLC0415
+
+    layout = run.layout
+    root = layout.root
+    journaled = JournalIndex(
+        layout.state / "replay-index.sqlite", lambda: journal_dirs(root), layout.warcs
+    )
+    earlier = earlier_indexes([path for path in run.settings.dedup_from if path.is_dir()])
+    archive = stages.checked_archive = SharedArchive(Archive(journaled, earlier, MAX_FULFILL_BODY))
+    return CheckParts(archive, root)
 
 
 def writer_config(run: Run) -> WriterConfig:
