@@ -86,18 +86,22 @@ async def test_second_opinions_as_written(
 async def test_a_crawl_with_qa_ends_proven(
     doc: DocShell, tmp_path: Path, chromium_installed: None
 ) -> None:
-    """``--browser auto --qa`` in one command: the crawl, the check, the patch and the check
-    again; the chunk and data only a click loads were fetched, nothing is left missing."""
+    """``--browser auto --qa`` in one command: each page checked as it is captured, what it
+    lacks (the chunk and data only a click loads) captured in its lease, checked again;
+    nothing is left missing, and nothing was left for after the crawl."""
     cwd = workdir(tmp_path)
     async with HardSite() as site:
         done = await asyncio.to_thread(
             doc.run, PROVEN, cwd=cwd, replace={"https://example.org/": site.url("/")}, timeout=600
         )
     assert done.returncode == 0, done.stderr
-    assert "archiver patch: " in done.stderr
+    assert "archiver: replay check (--qa): 4 pages: 3 complete, 0 incomplete" in done.stderr
+    assert "archiver patch: " not in done.stderr  # every page was checked during the crawl
     checked = lines(cwd / "crawls" / "proven")
     assert len(checked) == 4
+    assert {line["checked"] for line in checked.values()} == {"crawl"}
     assert [m for line in checked.values() for m in line["misses"]] == []
-    assert checked[site.url("/app/")]["navigations"]  # the clicks were made, and served
+    app = checked[site.url("/app/")]
+    assert app["navigations"] and app["patched"]  # the clicks were made, what they lacked fetched
     summary = json.loads((cwd / "crawls" / "proven" / "summary.json").read_text())
     assert summary["qa"]["missing_urls"] == 0 and summary["qa"]["pages"] == 4
