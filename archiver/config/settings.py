@@ -942,8 +942,8 @@ class Settings:
     qa: bool = setting(
         False,
         "browser",
-        "Check each page right after it is captured: replay it from what the crawl has written "
-        "so far in Chromium (as archiver qa does), capture what its replay asks for and the "
+        "Check each page right after it is captured: replay it in Chromium from what the crawl "
+        "has written so far (as the qa command does), capture what its replay asks for and the "
         "archive lacks as requisites of the page, in the page's own lease, and check it again "
         "(--qa-rounds), so the crawl ends proven: qa.jsonl and summary.json's qa say what is "
         "left. With --browser auto, a page kept static whose replay lacks URLs or shows far "
