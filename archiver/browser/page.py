@@ -50,7 +50,8 @@ from archiver.browser.errors import BrowserError, NavigationError, PageTimeoutEr
 from archiver.browser.exchange import MAX_FULFILL_BODY, RequestHandler
 from archiver.browser.intercept import PATTERNS, Interceptor
 from archiver.browser.observe import ConsoleEntry, PageObserver
-from archiver.extract.links import MAX_DECODED, Links, extract_html
+from archiver.extract.found import Links
+from archiver.extract.links import MAX_DECODED, extract_html
 
 #: Every frame: service workers would answer requests from their own cache, past archiver.
 NO_SERVICE_WORKERS = """(() => {

@@ -12,7 +12,7 @@ from collections.abc import Iterator, Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, TextIO
 
-from archiver.run.crawler import EXIT_FAILED, EXIT_OK
+from archiver.commands.exits import EXIT_FAILED, EXIT_OK
 
 if TYPE_CHECKING:  # the check's modules load the browser stage: only when a check runs
     from archiver.qa.options import QaOptions

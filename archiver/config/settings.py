@@ -652,6 +652,54 @@ class Settings:
     max_links_per_page: int = setting(
         10_000, "scope", "Links extracted from one page at most.", p_int(1), metavar="N"
     )
+    js_relative_strings: bool = setting(
+        False,
+        "scope",
+        "Also follow relative path strings in scripts ('img/a.png', 'chunk.js'): guesses, "
+        "which Heritrix's users found mostly 404s; absolute and root-relative URL strings in "
+        "scripts and JSON are always followed.",
+        parse_bool,
+    )
+    media: str = setting(
+        "playlists",
+        "scope",
+        "HLS and DASH playlists: 'playlists' follows one rendition of each (the highest "
+        "bandwidth within --media-max-bitrate, else the lowest) and its segments as "
+        "requisites, within --media-max-bytes; 'off' leaves playlists unread.",
+        p_choice("playlists", "off"),
+        choices=("playlists", "off"),
+    )
+    media_max_bitrate: int | None = setting(
+        8_000_000,
+        "scope",
+        "The rendition rule's cap in bits per second (8M: a 1080p stream); 0 = the highest.",
+        parse_size,
+        metavar="BITS",
+    )
+    media_max_bytes: int | None = setting(
+        500_000_000,
+        "scope",
+        "Media bytes one playlist may list, estimated from its renditions' bandwidth and "
+        "segment durations; the later segments are left out (logged). 0 = no limit.",
+        parse_size,
+        metavar="SIZE",
+    )
+    pdf_max_pages: int = setting(
+        1000,
+        "scope",
+        "Pages of a PDF read for links (link annotations and URLs in the text).",
+        p_int(1),
+        metavar="N",
+    )
+    pdf_timeout: float | None = setting(
+        10.0,
+        "scope",
+        "CPU time one PDF may take to read, in a child process with a 1 GiB memory cap: the "
+        "links of the pages read by then are kept, a reader still busy is killed; the crawl "
+        "goes on either way.",
+        parse_duration,
+        metavar="SECONDS",
+    )
     sitemaps: str = setting(
         "on",
         "scope",

@@ -36,14 +36,7 @@ from archiver.pipeline.outcomes import WORKER_NAME
 from archiver.pipeline.parts import KeptRequest
 from archiver.pipeline.pipeline import Pipeline
 from archiver.run import finish, wiring
-from archiver.run.finish import (
-    EXIT_FAILED,
-    EXIT_INTERRUPTED,
-    EXIT_LOCKED,
-    EXIT_OK,
-    EXIT_USAGE,
-    CrawlResult,
-)
+from archiver.run.finish import CrawlResult
 from archiver.run.output import (
     STATUS_COMPLETED,
     STATUS_FAILED,
@@ -353,6 +346,8 @@ class Crawler:
         self._busy += 1
         try:
             result = await pipeline.process(capturer)
+            if lease.item.is_seed and result.outcome is not Outcome.RETRY:
+                self.stats.seed_ended(captured=_captured(lease.item.url, result, capturer))
             if pipeline.limit is not None:
                 self._stop(STATUS_LIMIT, pipeline.limit)
             return result
@@ -376,17 +371,20 @@ class Crawler:
             self._busy -= 1
 
 
+def _captured(url: str, result: TaskResult, capturer: Capturer) -> bool:
+    """Whether the lease's own URL is in the archive: done, or a response written for it
+    whatever followed (a page the browser then failed to load is still captured)."""
+    if result.outcome is Outcome.DONE:
+        return True
+    return any(c.primary is not None and c.primary.target_uri == url for c in capturer.captures)
+
+
 async def crawl(settings: Settings, *, console: IO[str] | None = None) -> CrawlResult:
     """Run a crawl with ``settings`` and return its :class:`CrawlResult` (the Python API)."""
     return await Crawler(settings, console=console).run()
 
 
 __all__ = [
-    "EXIT_FAILED",
-    "EXIT_INTERRUPTED",
-    "EXIT_LOCKED",
-    "EXIT_OK",
-    "EXIT_USAGE",
     "MAX_REDIRECTS",
     "CrawlControl",
     "CrawlResult",

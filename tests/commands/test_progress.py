@@ -123,7 +123,7 @@ def test_the_replay_check_is_shown_live_read_back_and_summed() -> None:
     assert merged.qa == QaSnapshot(14, 10, 4, 22, 18)
     assert Snapshot.from_json(json.loads(stats_line(SNAPSHOT))).qa is None  # no --qa, no row
     totals = {"pages": 7, "complete": 5, "incomplete": 2, "misses_found": 11, "misses_patched": 9}
-    result = CrawlResult("completed", 0, None, Path("out"), summary={"qa": totals})
+    result = CrawlResult("completed", None, Path("out"), summary={"qa": totals})
     console = Console(record=True, width=120, file=io.StringIO())
     console.print(summary_renderable(result))
     assert "5/7  pages complete; 2 incomplete, 11 misses found, 9 patched" in (

@@ -194,8 +194,18 @@ async def test_a_url_stays_seen_after_it_is_done(h: Harness) -> None:
 
 async def test_fifo_within_a_host_and_items_intact(h: Harness) -> None:
     frontier = await h.make()
+    # the extractor's name and the extra-hops count come back as put, whichever is set
     items = [
-        item(f"/{n}", "a.example:8080", redirects_left=n % 5, depth=n, hops="LE" * n, via="v/")
+        item(
+            f"/{n}",
+            "a.example:8080",
+            redirects_left=n % 5,
+            depth=n,
+            hops="LE" * n,
+            via="v/",
+            extra=n % 3,
+            found_by=("", "feed", "js-module")[n % 4 % 3],
+        )
         for n in range(30)
     ]
     await frontier.put_many(items)

@@ -32,7 +32,8 @@ import pytest
 from aiohttp import web
 
 from archiver.commands import verify
-from archiver.run.crawler import EXIT_INTERRUPTED, EXIT_OK, Crawler
+from archiver.commands.exits import EXIT_INTERRUPTED, EXIT_OK, exit_code
+from archiver.run.crawler import Crawler
 from archiver.warc import reader as warcfile
 from tests.conftest import fast_settings, run_crawl
 from tests.support.site import SiteServer, generated_site
@@ -318,14 +319,14 @@ async def test_a_full_disk_stops_cleanly_and_resume_completes(tmp_path: Path) ->
 
         settings = fast_settings(out, server.url("/"), frontier="sqlite")
         result = await Crawler(settings, write_fn=write_fn).run()
-        assert result.exit_code == EXIT_INTERRUPTED
+        assert exit_code(result.status) == EXIT_INTERRUPTED
         assert result.reason is not None and "No space left" in result.reason
         assert not list((out / "warcs").rglob("*.open"))  # cut to whole captures and closed
         report = verify.verify([out / "warcs"], index=out / "index.cdxj")
         assert report.ok, verify.render(report)
 
         result = await Crawler(fast_settings(out, server.url("/"), frontier="sqlite")).run()
-        assert result.exit_code == EXIT_OK, result.reason
+        assert exit_code(result.status) == EXIT_OK, result.reason
         assert result.resumed
     assert_complete(out, server, paths)
 

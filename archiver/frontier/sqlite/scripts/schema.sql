@@ -17,7 +17,8 @@ CREATE TABLE IF NOT EXISTS urls (
     not_before REAL,                   -- WAITING: wall-clock time the retry is due
     status INTEGER,
     reason TEXT,
-    extra INTEGER NOT NULL DEFAULT 0   -- pages outside the scope since the last one inside
+    extra INTEGER NOT NULL DEFAULT 0,  -- pages outside the scope since the last one inside
+    found_by TEXT NOT NULL DEFAULT ''  -- the extractor that found the URL
 );
 -- the queue of each host in FIFO order: state 0 is QUEUED (codec.py)
 CREATE INDEX IF NOT EXISTS urls_queue ON urls (host, seq) WHERE state = 0;
