@@ -55,7 +55,6 @@ class QaCounters:
     by_status: Counter[str] = field(default_factory=Counter)  #: complete, incomplete...
     misses_found: int = 0  #: URLs a page's replay asked for and the archive lacked
     misses_patched: int = 0  #: of those, captured by the page's lease
-    browser_loads: int = 0  #: pages kept static that the replay's evidence sent to the browser
 
 
 @dataclass(slots=True)

@@ -140,7 +140,6 @@ class Proving:
                 if evidence is not None:
                     proof.capture, proof.browser_why = "browser", REPLAY_EVIDENCE + evidence
                     await self.stage.load(capturer, ex, written, proof.browser_why, listed=True)
-                    self.counters.browser_loads += 1
                     if proof.rounds < rounds:
                         check = await self._check(page.url, at, proof)
                         continue
