@@ -12,8 +12,8 @@ memory stays bounded whatever the crawl's size and a prefix search (pywb's fuzzy
 range of that key. A journal that shrank (a resumed process cut it back with its WARC file) is
 read again from its start.
 
-The table lives in the process's state directory and is built anew by each run (the journals
-are the truth; the table is a cache of them).
+The table lives in the process's state directory while the run lasts, built anew by each run
+(the journals are the truth; the table is a cache of them).
 """
 
 from __future__ import annotations
@@ -45,6 +45,7 @@ class JournalIndex:
 
     def __init__(self, database: Path, journal_dirs: Callable[[], list[Path]], warcs: Path) -> None:
         self.warcs = warcs
+        self._database = database
         self._journal_dirs = journal_dirs
         database.parent.mkdir(parents=True, exist_ok=True)
         for stale in (database, database.with_name(database.name + "-journal")):
@@ -57,7 +58,9 @@ class JournalIndex:
         self._consumed: dict[Path, tuple[int, int, int]] = {}
 
     def close(self) -> None:
+        """Close the table and remove it (a cache of the journals, which stay)."""
         self._db.close()
+        self._database.unlink(missing_ok=True)
 
     def refresh(self) -> int:
         """Read what the journals gained since the last call; returns the lines added."""

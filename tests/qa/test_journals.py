@@ -75,3 +75,5 @@ def test_lines_appended_later_are_found_and_a_rewritten_journal_is_read_again(
         assert len(index.captures_of("e,test)/one")) == 1
     finally:
         index.close()
+    assert not (tmp_path / "state" / "index.sqlite").exists()  # a cache, gone with the run
+    assert journal.is_file()  # the journals, the truth, stay
