@@ -137,6 +137,7 @@ def test_every_subcommand_has_help(capsys: pytest.CaptureFixture[str]) -> None:
         "keygen",
         "patch",
         "qa",
+        "rebuild-frontier",
         "replay",
         "report",
         "serve-sample",
