@@ -24,7 +24,13 @@ from archiver.qa.run import QaRun
 from archiver.run.crawler import Crawler
 from archiver.run.patch import check_the_rest
 from tests.conftest import fast_settings, run_crawl
-from tests.qa.test_qa_crawl import archived, normal, qa_lines
+from tests.qa.test_qa_crawl import (
+    archived,
+    assert_rendered_as_live,
+    normal,
+    qa_lines,
+    second_opinions,
+)
 from tests.support.hard_site import HardSite
 from tests.support.ssr_site import PAGES, HydratedDocs, path_of
 
@@ -74,16 +80,23 @@ async def test_each_page_is_checked_as_it_is_captured_and_the_crawl_ends_proven(
     """Whatever ``--browser`` says, every page is checked by the crawl itself: what its checks
     found missing is exactly what the page's scripts and clicks ask for beyond what its capture
     held, each of it was captured in the page's lease (a POST with the body the page sent), and
-    nothing is missing at the end; nothing was fetched twice."""
+    nothing is missing at the end; nothing was fetched twice. The static crawl, the one that
+    lacked most, then replays in pywb and ReplayWeb.page as the live site shows: the end state
+    ``archiver patch`` reaches, in one command."""
     out = tmp_path / browser
     async with HardSite() as site:
         extra: dict[str, Any] = {} if browser == "off" else {"browser": browser}
-        result = await run_crawl(out, site.url("/"), qa=True, browser_tabs=2, **extra)
+        result = await run_crawl(
+            out, site.url("/"), qa=True, browser_tabs=2, wacz=browser == "off", **extra
+        )
         assert result.status == "completed", result.reason
         hits = collections.Counter((hit.method, hit.path_qs) for hit in site.log)
         searches = [hit for hit in site.log if hit.path_qs == "/api/search"]
+        lines = qa_lines(out)
+        summary = json.loads((out / "summary.json").read_text())["qa"]
+        rest = await check_the_rest(out, QaOptions())
+        opinions = await second_opinions(out) if browser == "off" else None
     assert [hit for hit, count in hits.items() if count > 1] == []
-    lines = qa_lines(out)
     assert sorted(lines) == sorted(site.url(path) for path in SCRIPTED)
     expected = SCRIPTED if browser == "off" else CLICKED
     for path in SCRIPTED:
@@ -106,11 +119,12 @@ async def test_each_page_is_checked_as_it_is_captured_and_the_crawl_ends_proven(
     made = [e for e in crawl_log(out) if e.get("event") == "fetch" and e.get("qa") is True]
     patched = {m["url"] for line in lines.values() for m in line["patched"]}
     assert {e["url"] for e in made} >= patched
-    summary = json.loads((out / "summary.json").read_text())["qa"]
     found = sum(len(line["found"]) for line in lines.values())
     assert summary["pages"] == 4 and summary["missing_urls"] == 0
     assert summary["misses_found"] == summary["misses_patched"] == found > 0
-    assert await check_the_rest(out, QaOptions()) is None  # nothing left for after the crawl
+    assert rest is None  # nothing left for after the crawl
+    if opinions is not None:
+        assert_rendered_as_live(site, *opinions)
 
 
 async def test_pages_kept_static_go_to_the_browser_on_their_replays_evidence(
