@@ -37,6 +37,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Protocol
 
+from archiver import atomicfile
 from archiver.errors import LockedError, SettingsError
 from archiver.qa.archive import Archive, page_timestamp
 from archiver.qa.check import (
@@ -290,9 +291,7 @@ def write_summary(crawl_dir: Path, qa_totals: dict[str, Any]) -> None:
     if not isinstance(summary, dict):
         summary = {}
     summary["qa"] = qa_totals
-    tmp = path.with_name(path.name + ".tmp")
-    tmp.write_text(json.dumps(summary, indent=2) + "\n", encoding="utf-8")
-    os.replace(tmp, path)
+    atomicfile.write_text(path, json.dumps(summary, indent=2) + "\n")
 
 
 @dataclass

@@ -32,11 +32,11 @@ again; ``crawl --qa`` fetches it in its page's own lease instead).
 from __future__ import annotations
 
 import json
-import os
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from archiver import atomicfile
 from archiver.config.settings import Settings, parse_value, setting_fields
 from archiver.errors import ArchiverError
 from archiver.models import CrawlItem, Hop
@@ -226,9 +226,7 @@ def _forget(lines: Path, pages: set[str]) -> None:
             continue
         if url not in pages:
             kept.append(raw)
-    tmp = lines.with_name(lines.name + ".tmp")
-    tmp.write_text("".join(line + "\n" for line in kept), encoding="utf-8")
-    os.replace(tmp, lines)
+    atomicfile.write_text(lines, "".join(line + "\n" for line in kept))
 
 
 __all__ = [
