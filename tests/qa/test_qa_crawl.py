@@ -293,29 +293,6 @@ async def test_live_comparison_scores_what_the_replay_lost(tmp_path: Path) -> No
     assert (out / home["reference_screenshot"]).read_bytes().startswith(b"\x89PNG")
 
 
-async def test_replaywebpage_as_a_second_opinion_renders_every_page_as_live(
-    tmp_path: Path,
-) -> None:
-    """A browser crawl's WACZ replayed by ReplayWeb.page (the suite's copy, served on
-    localhost to a Chromium that can resolve nothing else): every page is served whole, with
-    the text the live page shows; nothing it failed to serve is in the archive."""
-    out = tmp_path / "crawl"
-    package = Path(__file__).resolve().parents[2] / ".venv-tools/replaywebpage-2.5.3/package"
-    async with HardSite() as site:
-        result = await run_crawl(out, site.url("/"), browser="all", browser_tabs=2, wacz=True)
-        assert result.status == "completed", result.reason
-        args = ["qa", str(out), "--replayer", "rwp", "--replaywebpage", str(package), "--live"]
-        assert await asyncio.to_thread(main, [*args, "--follow-links", "0"]) == 0
-        lines = qa_lines(out)
-    assert len(lines) == 4
-    for url, line in lines.items():
-        assert line["replayer"] == "rwp"
-        assert line["misses"] == [] and line["replayer_misses"] == [], url
-        assert line["status"] == "complete", (url, line.get("error"))
-        assert line["reference"] == "live"
-        assert line["text_similarity"] == 1.0, url
-
-
 @pytest.mark.parametrize("browser", ["off", "auto"])
 async def test_patch_fetches_what_the_check_found_missing(tmp_path: Path, browser: str) -> None:
     """``archiver patch``: the misses become requisites of their pages, fetched by the crawl

@@ -76,8 +76,14 @@ async def test_second_opinions_as_written(
             doc.run, RWP, cwd=cwd, replace={"~/rwp/package": str(RWP_PACKAGE)}
         )
     assert rwp.returncode == 0, rwp.stderr
+    # ReplayWeb.page (the suite's copy, served on localhost to a Chromium that can resolve
+    # nothing else) serves every page of the browser crawl's WACZ whole, with the text the
+    # live page shows; nothing it failed to serve is in the archive
     checked = lines(crawl)
     assert len(checked) == 4
+    for url, line in checked.items():
+        assert line["replayer"] == "rwp" and line["reference"] == "live", url
+        assert line["misses"] == [] and line["replayer_misses"] == [], url
     assert {line["status"] for line in checked.values()} == {"complete"}
     assert {line["text_similarity"] for line in checked.values()} == {1.0}
 
