@@ -17,6 +17,7 @@ from archiver.fetch.fetcher import Fetcher
 from archiver.frontier.base import Frontier
 from archiver.models import CrawlItem, Exchange
 from archiver.pipeline.counters import CrawlStats
+from archiver.pipeline.mediabudget import MediaBytes, MemoryMediaBytes
 from archiver.pipeline.recall import Recall
 from archiver.policy.ignores import Exclusions
 from archiver.policy.robots import RobotsReport, RobotsRules, RobotsStats
@@ -27,6 +28,7 @@ from archiver.warc.writer import Writer
 
 if TYPE_CHECKING:
     from archiver.browser.pool import BrowserPool
+    from archiver.media.resolver import YtDlpResolver
     from archiver.qa.check import SharedArchive
 
 #: Fetch a URL and archive the exchange as part of the current lease (used for robots.txt).
@@ -124,6 +126,10 @@ class Parts:
     exclusions: Exclusions = field(default_factory=Exclusions)
     #: URL -> the request with a body to make when it is leased (``archiver patch``)
     kept_requests: Mapping[str, KeptRequest] = field(default_factory=dict)
+    #: the media bytes each page's requisites took (the per-page media budget)
+    media_bytes: MediaBytes = field(default_factory=MemoryMediaBytes)
+    #: yt-dlp, in a crawl with ``--media yt-dlp``
+    media_resolver: YtDlpResolver | None = None
 
 
 __all__ = [

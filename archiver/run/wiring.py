@@ -35,6 +35,7 @@ from archiver.config.assemble import (
     default_output,
     fetch_config,
     frontier_config,
+    media_resolver_config,
     politeness,
     record_factory,
     robots_checker,
@@ -53,8 +54,10 @@ from archiver.frontier import Backend, open_backend
 from archiver.frontier.base import Frontier
 from archiver.frontier.config import REDIS_SCHEMES
 from archiver.index import cdxj
+from archiver.media.resolver import YtDlpResolver
 from archiver.models import CrawlItem, ResumeInfo
 from archiver.pipeline.counters import CrawlStats
+from archiver.pipeline.mediabudget import MediaBytes, MemoryMediaBytes
 from archiver.pipeline.parts import BrowserParts, CheckParts, KeptRequest, Parts, RunContext
 from archiver.pipeline.pipeline import Pipeline
 from archiver.policy.ignores import Exclusions, compile_patterns
@@ -116,6 +119,10 @@ class Stages:
     robots_cache: RobotsCache | None = None  #: robots.txt shared by the processes of a crawl
     #: the cookie jar shared by the processes of a crawl (None: this run's state file)
     cookie_store: CookieStore | None = None
+    #: the media bytes each page took, where the backend counts them (None: in memory)
+    media_bytes: MediaBytes | None = None
+    #: yt-dlp's child processes (--media yt-dlp)
+    media_resolver: YtDlpResolver | None = None
     scope: Scope | None = None
     robots: Robots | None = None
     sitemaps: SitemapPolicy = field(default_factory=lambda: SitemapPolicy(enabled=False))
@@ -257,6 +264,7 @@ async def assemble(run: Run, stages: Stages, options: Options) -> None:
     writer.start()
     pages = stages.pages = PageList(layout.pages)
     browser = await open_browser(run, stages)
+    media_resolver = await open_media_resolver(run, stages)
     parts = Parts(
         frontier=frontier,
         robots=robots,
@@ -271,6 +279,8 @@ async def assemble(run: Run, stages: Stages, options: Options) -> None:
         browser=browser,
         exclusions=control.exclusions,
         kept_requests=options.kept_requests,
+        media_bytes=stages.media_bytes or MemoryMediaBytes(),
+        media_resolver=media_resolver,
     )
     context = RunContext(s, run.stats, log, stages.crawl_log.info_event)
     stages.pipeline = options.pipeline_class(context, parts)
@@ -308,6 +318,7 @@ async def open_frontier(run: Run, stages: Stages, injected: Backend | None) -> R
     stages.captured = backend.captured
     stages.robots_cache = backend.robots_cache
     stages.cookie_store = backend.cookies
+    stages.media_bytes = backend.media
     stages.is_last = lambda: backend.is_last
     return info
 
@@ -350,6 +361,17 @@ def open_checks(run: Run, stages: Stages) -> CheckParts:
     earlier = earlier_indexes([path for path in run.settings.dedup_from if path.is_dir()])
     archive = stages.checked_archive = SharedArchive(Archive(journaled, earlier, MAX_FULFILL_BODY))
     return CheckParts(archive, root)
+
+
+async def open_media_resolver(run: Run, stages: Stages) -> YtDlpResolver | None:
+    """yt-dlp's resolver (``--media yt-dlp``), its first child started: yt-dlp that cannot run
+    stops the crawl here, before any page is fetched. Its children never reach the network."""
+    if run.settings.media != "yt-dlp":
+        return None
+    resolver = stages.media_resolver = YtDlpResolver(media_resolver_config(run.settings))
+    version = await resolver.start()
+    stages.log.info("yt-dlp-ready", version=version, network_isolated=resolver.isolated)
+    return resolver
 
 
 def run_writer_config(run: Run) -> WriterConfig:
