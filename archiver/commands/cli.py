@@ -532,21 +532,27 @@ def cmd_crawl(args: argparse.Namespace) -> int:
 
 
 def _prove(settings: Settings, crawl_dir: Path) -> int:
-    """``--qa``: the finished crawl checked and patched (``archiver patch``), its outcome
-    printed. The crawl's exit code stands (``archiver qa DIR --fail-on-miss`` afterwards exits
-    1 while pages stay incomplete, without checking them again)."""
-    from archiver.commands.qa import patch_summary  # noqa: PLC0415
+    """``--qa``: every page was checked as it was captured; the pages that were not (listed by
+    an earlier run without ``--qa``, or whose lease ended in a browser failure) are checked
+    now and what they lack patched (``archiver patch``). The outcome is printed; the crawl's
+    exit code stands (``archiver qa DIR --fail-on-miss`` afterwards exits 1 while pages stay
+    incomplete, without checking them again)."""
+    from archiver.commands.qa import patch_summary, totals_text  # noqa: PLC0415
     from archiver.qa.options import QaOptions  # noqa: PLC0415
-    from archiver.run.patch import patch_crawl  # noqa: PLC0415
+    from archiver.run.output import read_json  # noqa: PLC0415
+    from archiver.run.patch import check_the_rest  # noqa: PLC0415
 
     options = QaOptions(
         tabs=settings.browser_tabs,
         page_timeout=max(settings.page_timeout, 45.0),
         chromium=settings.chromium,
     )
-    sys.stderr.write(f"archiver: checking that every page of {crawl_dir} replays (--qa)\n")
-    patched = _run(patch_crawl(crawl_dir, options))
-    sys.stderr.write(patch_summary(patched))
+    patched = _run(check_the_rest(crawl_dir, options))
+    if patched is not None:
+        sys.stderr.write(patch_summary(patched))
+    summary = Summary.from_json(read_json(crawl_dir / "summary.json"))
+    if summary.qa is not None:
+        sys.stderr.write(f"archiver: replay check (--qa): {totals_text(summary.qa)}\n")
     return EXIT_OK
 
 

@@ -155,9 +155,9 @@ async def allow_seed_addresses(
 
 
 def check_browser(s: Settings) -> None:
-    """With ``--browser all|auto``, Chromium must be there: a usage error (one line saying
-    how to install it) before anything is written."""
-    if s.browser == "off":
+    """With ``--browser all|auto`` or ``--qa``, Chromium must be there: a usage error (one line
+    saying how to install it) before anything is written."""
+    if s.browser == "off" and not s.qa:
         return
     # imported here: a static crawl does not load the browser stage at all
     from archiver.browser.chromium import find_chromium  # noqa: PLC0415

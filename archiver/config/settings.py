@@ -1038,12 +1038,24 @@ class Settings:
     qa: bool = setting(
         False,
         "browser",
-        "When the crawl completes, replay every page from the archive in Chromium (archiver "
-        "qa), fetch what is missing into the crawl and check again (archiver patch), so the "
-        "crawl ends proven: qa.jsonl and summary.json's qa say what is left. Each page loaded "
-        "in the browser has its text and full-page screenshot stored as resource records "
-        "(urn:text:URL, urn:screenshot-full:URL), what the check compares the replay with.",
+        "Check each page right after it is captured: replay it in Chromium from what the crawl "
+        "has written so far (as the qa command does), capture what its replay asks for and the "
+        "archive lacks as requisites of the page, in the page's own lease, and check it again "
+        "(--qa-rounds), so the crawl ends proven: qa.jsonl and summary.json's qa say what is "
+        "left. With --browser auto, a page kept static whose replay lacks URLs or shows far "
+        "less text than its HTML is loaded in the browser. Pages the crawl loads in the browser "
+        "have their text and full-page screenshot stored as resource records (urn:text:URL, "
+        "urn:screenshot-full:URL), what the check compares the replay with. Needs Chromium, "
+        "whatever --browser says.",
         parse_bool,
+    )
+    qa_rounds: int = setting(
+        3,
+        "browser",
+        "With --qa: the most times a page is checked, what each check found missing captured "
+        "before the next; what the last check finds is queued for the crawl to capture.",
+        p_int(1),
+        metavar="N",
     )
 
     # [warc]

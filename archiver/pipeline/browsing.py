@@ -31,6 +31,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
 
 from archiver import urls
 from archiver.browser.detect import needs_browser
@@ -51,6 +52,13 @@ from archiver.pipeline.recording import text_capture
 from archiver.policy.sitemaps import is_sitemap
 from archiver.qa.options import FULL_SCREENSHOT_PREFIX, TEXT_PREFIX
 from archiver.warc.records import RecordFactory
+
+if TYPE_CHECKING:
+    from archiver.pipeline.proving import Proving
+
+#: The reason logged for a page loaded in the browser on its replay's evidence (``--qa``)
+#: starts so (:mod:`archiver.pipeline.proving`).
+REPLAY_EVIDENCE = "replay evidence: "
 
 #: The reason logged for a page loaded because every page is (``--browser all``).
 ALL_PAGES = "--browser all"
@@ -95,12 +103,16 @@ class Browsing:
         if context.stats.browser is None:
             context.stats.browser = BrowserCounters()
         self.counters: BrowserCounters = context.stats.browser
+        #: ``--qa``: each page checked right after its capture
+        self.proving: Proving | None = None
+        if browser.checks is not None:
+            from archiver.pipeline.proving import Proving  # noqa: PLC0415 - only for --qa
+
+            self.proving = Proving(self, browser.checks)
 
     def wants(self, item: CrawlItem, ex: Exchange) -> str | None:
         """Why this response's page is to be loaded in the browser, or None."""
-        if item.is_requisite or is_sitemap(item) or not 200 <= ex.status < 300:
-            return None
-        if ex.content_type not in HTML_TYPES or ex.body is None:
+        if not is_page(item, ex) or ex.body is None or self.browser.mode == "off":
             return None
         if self.browser.mode == "all":
             return ALL_PAGES
@@ -110,23 +122,52 @@ class Browsing:
             return None
         return needs_browser(html, ex.content_type)
 
+    async def page_captured(
+        self, capturer: Capturer, ex: Exchange, written: WrittenCapture | None, why: str | None
+    ) -> TaskResult | None:
+        """The lease's response was just captured: loaded in the browser when ``why`` says
+        so (:meth:`load`), then, with ``--qa``, the page checked and what it lacks captured
+        (:mod:`archiver.pipeline.proving`). None when the lease's outcome is the capture's."""
+        if why is not None:
+            failed = await self.load(capturer, ex, written, why)
+            if failed is not None:
+                return failed  # retried later (then checked), or failed
+        if self.proving is not None and is_page(capturer.lease.item, ex):
+            await self.proving.prove(capturer, ex, written, why)
+        return None
+
     async def load(
-        self, capturer: Capturer, ex: Exchange, written: WrittenCapture | None, why: str
+        self,
+        capturer: Capturer,
+        ex: Exchange,
+        written: WrittenCapture | None,
+        why: str,
+        *,
+        listed: bool = False,
     ) -> TaskResult | None:
         """Load the lease's page in the browser, every request it makes captured by the
         lease's ``capturer``, and queue what its live DOM links to. None when the lease's
-        outcome is the static capture's; a retry or failure when the browser failed."""
+        outcome is the static capture's; a retry or failure when the browser failed.
+
+        ``listed``: the page was listed and its static links queued already (a page kept
+        static, sent to the browser by its replay's evidence): it is not listed again, and a
+        browser that fails leaves the static capture as the lease's outcome (logged)."""
         item = capturer.lease.item
         requests = PageRequests(self, capturer)
         try:
             result = await self.browser.pool.load(item.url, requests)
         except (BrowserError, BrowserUnavailableError) as exc:
             await requests.drain()
+            if listed:
+                self.counters.failed += 1
+                self.context.log.warning("browser-failed", url=item.url, why=why, error=str(exc))
+                return None
             return await self._failed(capturer, ex, written, exc)
         except NavigationError as exc:
             await requests.drain()
             self.context.log.warning("browser-navigation", url=item.url, error=str(exc))
-            await self.static_links(capturer, ex)
+            if not listed:
+                await self.static_links(capturer, ex)
             return None
         except BaseException:
             await requests.drain()
@@ -135,10 +176,11 @@ class Browsing:
         self.counters.pages += 1
         self.counters.by_reason[why_kind(why)] += 1
         screenshot = await self._screenshot(capturer, result)
-        settings = self.context.settings
-        text = result.text[: settings.text_max] if settings.text else None
-        self.discovery.record_page(ex.target_uri, ex.date, result.title, text)
-        await self._text_record(capturer, text)
+        if not listed:
+            settings = self.context.settings
+            text = result.text[: settings.text_max] if settings.text else None
+            self.discovery.record_page(ex.target_uri, ex.date, result.title, text)
+            await self._text_record(capturer, text)
         await self._discover(item, result, requests)
         self._log(item, why, result, requests, screenshot)
         return None
@@ -331,11 +373,22 @@ class PageRequests:
                 await asyncio.gather(*self._tasks, return_exceptions=True)
 
 
+def is_page(item: CrawlItem, ex: Exchange) -> bool:
+    """Whether a response is a page (listed in ``pages.jsonl``; what the browser loads and
+    ``--qa`` checks): HTML with a 2xx status, reached as a link, not a requisite nor a
+    sitemap."""
+    if item.is_requisite or is_sitemap(item) or not 200 <= ex.status < 300:
+        return False
+    return ex.content_type in HTML_TYPES and ex.body is not None
+
+
 def why_kind(why: str) -> str:
     """The rule behind a reason to load a page in the browser, for counting (the reason itself
     names the element or the sizes measured)."""
     if why == ALL_PAGES:
         return "all"
+    if why.startswith(REPLAY_EVIDENCE):
+        return "replay evidence"
     if why.startswith("empty application root"):
         return "empty application root"
     if why.endswith("script(s)"):
@@ -361,4 +414,4 @@ def _fetch_headers(request: BrowserRequest) -> dict[str, str]:
     return {name: value for name, value in request.headers if name.lower() not in _OWN_FIELDS}
 
 
-__all__ = ["SCREENSHOT_PREFIX", "Browsing", "PageRequests"]
+__all__ = ["REPLAY_EVIDENCE", "SCREENSHOT_PREFIX", "Browsing", "PageRequests", "is_page"]

@@ -264,6 +264,9 @@ class Capturer:
             shared.budgets.give_back(counts_as_page)
             return Refused(SkipReason.ROBOTS, robots_unreachable=self._robots_unreachable(item))
         request = Request(item, headers=referer_header(item))
+        kept = self._parts.kept_requests.get(item.url)
+        if kept is not None:  # a POST or PUT a replayed page made (archiver patch)
+            request = Request(item, kept.method, kept.headers(request.headers), kept.body)
         found = await self._claim(request)
         if isinstance(found, Recalled):
             self.lease_recalled = True

@@ -46,6 +46,18 @@ class BrowserCounters:
 
 
 @dataclass(slots=True)
+class QaCounters:
+    """What the replay check of each page did during the crawl (``--qa``): the same figures
+    as ``summary.json``'s ``qa`` totals over ``qa.jsonl``, counted as each page's line is
+    written."""
+
+    checked: int = 0  #: pages checked (each counted once, with its last check's status)
+    by_status: Counter[str] = field(default_factory=Counter)  #: complete, incomplete...
+    misses_found: int = 0  #: URLs a page's replay asked for and the archive lacked
+    misses_patched: int = 0  #: of those, captured by the page's lease
+
+
+@dataclass(slots=True)
 class CrawlStats:
     started: float = field(default_factory=time.time)
     started_monotonic: float = field(default_factory=time.monotonic)
@@ -73,6 +85,8 @@ class CrawlStats:
     extractor_4xx: Counter[str] = field(default_factory=Counter)
     #: set when the crawl uses a browser
     browser: BrowserCounters | None = None
+    #: set when each page is checked as it is captured (``--qa``)
+    qa: QaCounters | None = None
     _largest: list[tuple[int, str, str]] = field(default_factory=list)
 
     def _bump(self, table: Counter[str], key: str) -> None:

@@ -123,8 +123,8 @@ class Pipeline:
         media = self.media
         if media is not None and media.wants(item, content):
             await media.resolve(capturer, content, written)
-        if browsing is not None and why is not None:
-            failed = await browsing.load(capturer, content, written, why)
+        if browsing is not None:  # loaded in the browser when it wants; checked with --qa
+            failed = await browsing.page_captured(capturer, content, written, why)
             if failed is not None:
                 return failed
         return self.outcomes.captured(item, exchange, written)
@@ -158,10 +158,9 @@ class Pipeline:
             item, exchange, requisites=why is None, list_page=why is None
         )
         await self._text_record(capturer, text)
-        if why is not None:
-            failed = await self.browsing.load(capturer, exchange, None, why)
-            if failed is not None:
-                return failed
+        failed = await self.browsing.page_captured(capturer, exchange, None, why)
+        if failed is not None:
+            return failed
         return self.outcomes.recalled(item, exchange)
 
     async def _text_record(self, capturer: Capturer, text: str | None) -> None:

@@ -21,7 +21,7 @@ import contextlib
 import os
 import time
 import traceback
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from typing import IO, Any, Protocol
 
 from archiver.config.assemble import check_browser, check_media, cookie_file, wacz_signer
@@ -34,6 +34,7 @@ from archiver.models import MAX_REDIRECTS, CrawlItem, FailReason, Outcome, TaskR
 from archiver.pipeline.capture import Capturer
 from archiver.pipeline.counters import CrawlStats
 from archiver.pipeline.outcomes import WORKER_NAME
+from archiver.pipeline.parts import KeptRequest
 from archiver.pipeline.pipeline import Pipeline
 from archiver.run import finish, wiring
 from archiver.run.disk import DiskGuard, Reserve
@@ -50,7 +51,14 @@ from archiver.run.output import (
 )
 from archiver.run.seeds import SeedsFile, StartingSeeds, starting_seeds
 from archiver.run.state import CRAWL_KEY, check_state, new_identity, record_settled, stamp
-from archiver.run.stats import SNAPSHOT_HOSTS, TOP_HOSTS, BrowserSnapshot, Snapshot, Summary
+from archiver.run.stats import (
+    SNAPSHOT_HOSTS,
+    TOP_HOSTS,
+    BrowserSnapshot,
+    QaSnapshot,
+    Snapshot,
+    Summary,
+)
 from archiver.sign.signer import Signer
 from archiver.timefmt import Clock, utcnow
 
@@ -96,10 +104,12 @@ class Crawler:
         clock: Clock = utcnow,
         supervised_as: str | None = None,
         patch: tuple[CrawlItem, ...] | None = None,
+        kept_requests: Mapping[str, KeptRequest] | None = None,
     ) -> None:
         self.settings = settings
         #: ``archiver patch``: resume the crawl (completed or not) with these items only
-        #: (:mod:`archiver.run.patch`), not from its seeds
+        #: (:mod:`archiver.run.patch`), not from its seeds; ``kept_requests``: those to be
+        #: requested with a body (a POST a replayed page made)
         self._patch = patch
         self.options = wiring.Options(
             console=console,
@@ -108,6 +118,7 @@ class Crawler:
             clock=clock,
             pipeline_class=self.pipeline_class,
             supervised=supervised_as is not None,
+            kept_requests=kept_requests or {},
         )
         #: names this process in a shared crawl (``{hostname}-{pid}``); ``supervised_as``: one
         #: process of ``--processes N``, whose name stays the same across restarts so that it
@@ -178,6 +189,7 @@ class Crawler:
             stopping=self._stopping,
             dedup_bytes_saved=stats.dedup_bytes_saved,
             browser=BrowserSnapshot.of(stats.browser) if stats.browser is not None else None,
+            qa=QaSnapshot.of(stats.qa) if stats.qa is not None else None,
         )
 
     # -- the run ----------------------------------------------------------------------------

@@ -46,7 +46,7 @@ from archiver.run.output import (
     write_status,
 )
 from archiver.run.resume import close_abandoned
-from archiver.run.stats import SUMMARY_SEEDS, RunEntry, Summary
+from archiver.run.stats import SUMMARY_SEEDS, QaSnapshot, RunEntry, Summary
 from archiver.run.wiring import Run, Stages
 from archiver.sign.check import Identity
 from archiver.sign.signer import Signer, SigningAttempt
@@ -238,7 +238,10 @@ def _cannot_write(exc: OSError) -> str:
 
 
 async def _close_browser(stages: Stages) -> None:
-    """Chromium stopped, every process of its group gone (the workers are done with it)."""
+    """Chromium stopped, every process of its group gone (the workers are done with it); the
+    archive the checks of ``--qa`` replayed from closed."""
+    if stages.checked_archive is not None:
+        stages.checked_archive.close()
     if stages.browser is None:
         return
     try:
@@ -504,7 +507,29 @@ def _run_summary(run: Run, stages: Stages, status: str, reason: str | None) -> S
             else None
         ),
         version=__version__,
+        qa=qa_figures(run, whole=stages.is_last()),
     )
+
+
+def qa_figures(run: Run, *, whole: bool) -> dict[str, Any] | None:
+    """``--qa``: summary.json's ``qa``, the totals over the crawl's ``qa.jsonl``
+    (:func:`archiver.qa.run.totals`); for a process of a shared crawl that is not the last to
+    leave (``whole`` False), the figures of the pages it checked, in the same fields (the
+    crawl's totals are written by the last, or the supervisor of ``--processes N``)."""
+    if not run.settings.qa:
+        return None
+    counters = run.stats.qa
+    if not whole:
+        return None if counters is None else QaSnapshot.of(counters).as_totals()
+    return qa_totals(run.layout.root)
+
+
+def qa_totals(crawl_dir: Path) -> dict[str, Any] | None:
+    """The totals over ``crawl_dir``'s ``qa.jsonl`` (None when there is none)."""
+    from archiver.qa.run import QA_LINES, totals  # noqa: PLC0415 - only for --qa
+
+    lines = crawl_dir / QA_LINES
+    return totals(lines) if lines.is_file() else None
 
 
 def crawl_result(
@@ -712,6 +737,7 @@ __all__ = [
     "not_started",
     "package_crawl",
     "package_signed",
+    "qa_totals",
     "seal_committed",
     "unrecorded_result",
     "verdict",
