@@ -63,17 +63,23 @@ def find_chromium(path: str | None = None) -> str:
 
 
 def chromium_flags(
-    *, window: tuple[int, int], user_agent: str | None = None, sandbox: bool | None = None
+    *,
+    window: tuple[int, int],
+    user_agent: str | None = None,
+    sandbox: bool | None = None,
+    headless: bool = True,
+    offline: bool = True,
 ) -> list[str]:
     """The command-line switches for a capture browser (without the profile and the pipe).
 
     ``sandbox`` None means: sandboxed unless running as root, where Chromium refuses to start
-    with its sandbox on.
+    with its sandbox on. ``offline`` False and ``headless`` False are for a login browser
+    (:mod:`archiver.browser.login`): it reaches the site itself, and a person may see it.
     """
     if sandbox is None:
         sandbox = os.geteuid() != 0
     flags = [
-        "--headless",
+        *(["--headless"] if headless else []),
         "--disable-gpu",
         "--disable-dev-shm-usage",  # /dev/shm is small in containers
         "--no-first-run",
@@ -101,7 +107,7 @@ def chromium_flags(
         # Fetch domain, answered by archiver's fetcher. Whatever would bypass that (WebSockets,
         # a request the interception does not see) fails instead of reaching the network past
         # archiver's SSRF guard. The rule maps IP literals too.
-        "--host-resolver-rules=MAP * ~NOTFOUND",
+        *(["--host-resolver-rules=MAP * ~NOTFOUND"] if offline else []),
         # The network service in the browser process: one process fewer per browser, and on
         # some kernels (seen on a Firecracker VM) the out-of-process one crashes at start with
         # "FD ownership violation", which leaves every navigation hanging.

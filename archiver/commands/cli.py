@@ -20,6 +20,7 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any, NoReturn
 
+from archiver.commands import login as login_command
 from archiver.commands.progress import Display
 from archiver.config.assemble import software_string
 from archiver.config.settings import Settings, load_settings, option_name, setting_fields
@@ -294,6 +295,8 @@ def build_parser() -> argparse.ArgumentParser:
         help="port on 127.0.0.1; 0 picks a free one (default: 8000)",
     )
 
+    login_command.add_parser(sub, _port)
+
     ign = sub.add_parser(
         "ignore",
         help="skip URLs matching a pattern in a crawl, even while it runs",
@@ -339,6 +342,7 @@ def _settings_from_args(args: argparse.Namespace) -> Settings:
 
 async def _run_crawl(settings: Settings, display: Display) -> CrawlResult:
     if settings.job is None:
+        await _log_in(settings, display)
         return await _run_crawler(settings, display)
     from archiver.run import jobs  # noqa: PLC0415 - only scheduled runs need it
 
@@ -346,9 +350,16 @@ async def _run_crawl(settings: Settings, display: Display) -> CrawlResult:
     with jobs.open_run(settings.job, settings) as run:
         for note in run.notes:
             display.log_stream.write(f"archiver: job {run.job.name}: {note}\n")
+        await _log_in(run.settings, display)
         result = await _run_crawler(run.settings, display)
         run.finish(result.status, result.exit_code, result.reason, result.summary)
         return result
+
+
+async def _log_in(settings: Settings, display: Display) -> None:
+    """``--login-script``: log in afresh (into ``--profile``) before the crawl starts."""
+    if settings.login_script is not None:
+        await login_command.log_in_for_crawl(settings, display.log_stream)
 
 
 async def _run_crawler(settings: Settings, display: Display) -> CrawlResult:
@@ -606,6 +617,7 @@ COMMANDS = {
     "replay": cmd_replay,
     "serve-sample": cmd_serve_sample,
     "ignore": cmd_ignore,
+    "login": login_command.cmd_login,
     "version": cmd_version,
 }
 

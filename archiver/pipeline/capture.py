@@ -46,7 +46,7 @@ from typing import Any
 from archiver import urls
 from archiver.dedup.captured import response_parts
 from archiver.dedup.revalidation import Revalidation
-from archiver.errors import FetchError
+from archiver.errors import FetchError, SessionEndedError
 from archiver.frontier.base import Lease
 from archiver.models import CrawlItem, Exchange, SkipReason, TaskResult, WrittenCapture
 from archiver.pipeline.discovery import Discovery
@@ -309,8 +309,10 @@ class Capturer:
     async def fetch(self, admitted: Admitted) -> Exchange:
         """Book the request with its host's politeness gate and perform it; conditional when
         the leased URL has validators from an earlier crawl. Raises
-        :class:`~archiver.errors.FetchError` (a page's place in the budget is then given
-        back)."""
+        :class:`~archiver.errors.FetchError`, or :class:`~archiver.errors.SessionEndedError`
+        when the response shows that the crawl's login session ended
+        (:mod:`archiver.pipeline.session`: nothing of it is archived); a page's place in the
+        budget is then given back."""
         request = admitted.request
         headers = request.headers
         if admitted.own:
@@ -321,12 +323,15 @@ class Capturer:
                     headers = {**(headers or {}), **admitted.revalidation.headers}
         await self._book(admitted)
         try:
-            return await self._parts.fetcher.fetch(
+            exchange = await self._parts.fetcher.fetch(
                 request.item.url, headers, method=request.method, body=request.body
             )
-        except FetchError:
+            if self._parts.session is not None:
+                self._parts.session.judge(exchange)
+        except (FetchError, SessionEndedError):
             self.not_recorded(admitted)
             raise
+        return exchange
 
     async def _book(self, admitted: Admitted) -> None:
         if admitted.own and self._booked:

@@ -25,6 +25,8 @@ from archiver.warc.writer import Writer
 
 if TYPE_CHECKING:
     from archiver.browser.pool import BrowserPool
+    from archiver.pipeline.cookiesync import BrowserCookies
+    from archiver.pipeline.session import SessionWatch
 
 #: Fetch a URL and archive the exchange as part of the current lease (used for robots.txt).
 ArchiveFetch = Callable[[str], Awaitable[Exchange]]
@@ -54,6 +56,8 @@ class BrowserParts:
     recall: Recall
     mode: str  #: ``all`` or ``auto``
     max_body: int
+    #: the browser's cookie store kept in step with the crawl's jar (None with --no-cookies)
+    cookies: BrowserCookies | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -86,6 +90,8 @@ class Parts:
     browser: BrowserParts | None = None
     #: --exclude and the live ignores: checked again when a URL is leased (run.control)
     exclusions: Exclusions = field(default_factory=Exclusions)
+    #: whether the login session is still alive (--logged-out, --login-check), when asked
+    session: SessionWatch | None = None
 
 
 __all__ = ["ArchiveFetch", "BrowserParts", "PageList", "Parts", "RobotsChecker", "RunContext"]

@@ -26,7 +26,13 @@ from typing import IO, Protocol
 
 from archiver.config.assemble import check_browser, cookie_file, seed_list, wacz_signer
 from archiver.config.settings import Settings
-from archiver.errors import ArchiverError, FrontierError, OutputError, WriteError
+from archiver.errors import (
+    ArchiverError,
+    FrontierError,
+    OutputError,
+    SessionEndedError,
+    WriteError,
+)
 from archiver.fetch.cookiestxt import CookieLine
 from archiver.frontier import Backend
 from archiver.models import MAX_REDIRECTS, FailReason, Outcome, TaskResult
@@ -221,6 +227,7 @@ class Crawler:
             self._check_disk(at_start=True)
             await wiring.assemble(run, stages, self.options)
             assert stages.pipeline is not None
+            await stages.pipeline.verify_session()
             await stages.pipeline.put(wiring.seed_items(run, stages.sitemaps))
             status, reason = await self._crawl()
             status, reason = finish.verdict(run, stages, status, reason)
@@ -348,6 +355,12 @@ class Crawler:
         except (WriteError, FrontierError) as exc:
             self._stop(STATUS_INTERRUPTED, str(exc))
             log.error("write-error", url=lease.item.url, error=str(exc))
+            return None
+        except SessionEndedError as exc:
+            # the page showed a login wall: not archived, not done; a resumed crawl (after a
+            # new login) fetches it again
+            self._stop(STATUS_INTERRUPTED, str(exc))
+            log.error("session-ended", url=exc.url, lease=lease.item.url, sign=exc.sign)
             return None
         except Exception as exc:  # a bug in archiver: stop with a clear error, never hang
             self.stats.failure(FailReason.INTERNAL)

@@ -32,6 +32,7 @@ from archiver.config.assemble import (
     default_output,
     fetch_config,
     frontier_config,
+    login_profile,
     scope_rules,
     sitemap_policy,
     warcinfo_fields,
@@ -51,7 +52,9 @@ from archiver.models import CrawlItem, ResumeInfo
 from archiver.pipeline.counters import CrawlStats
 from archiver.pipeline.parts import BrowserParts, Parts, RunContext
 from archiver.pipeline.pipeline import Pipeline
+from archiver.pipeline.session import SessionPolicy, SessionWatch, session_hint
 from archiver.policy.ignores import Exclusions, compile_patterns
+from archiver.policy.loggedout import parse_rules
 from archiver.policy.robots import Robots, RobotsCache
 from archiver.policy.scope import Scope
 from archiver.policy.sitemaps import SitemapPolicy
@@ -112,6 +115,7 @@ class Stages:
     writer: Writer | None = None
     pages: PageList | None = None
     browser: BrowserPool | None = None
+    session: SessionWatch | None = None  #: --logged-out, --login-check
     pipeline: Pipeline | None = None
     control: LiveControl | None = None  #: the ignores and control.toml, watched
 
@@ -220,13 +224,16 @@ async def assemble(run: Run, stages: Stages, options: Options) -> None:
     if stages.previous is not None:
         # this run's own index first, then the earlier crawls (only lookups reach them)
         stages.dedup = LayeredDigestIndex(stages.dedup, stages.previous)
-    factory = RecordFactory(algorithm=s.digest, clock=options.clock)
+    factory = RecordFactory(
+        algorithm=s.digest, clock=options.clock, redact_cookies=s.redact_cookies
+    )
     writer = stages.writer = Writer(
         writer_config(run), factory, write_fn=options.write_fn, auto_seal=False
     )
     writer.start()
     pages = stages.pages = PageList(layout.pages)
     browser = await open_browser(run, stages)
+    session = stages.session = session_watch(run, fetcher, frontier)
     parts = Parts(
         frontier=frontier,
         robots=robots,
@@ -240,6 +247,7 @@ async def assemble(run: Run, stages: Stages, options: Options) -> None:
         pages=pages,
         browser=browser,
         exclusions=control.exclusions,
+        session=session,
     )
     context = RunContext(s, run.stats, log, stages.crawl_log.info_event)
     stages.pipeline = options.pipeline_class(context, parts)
@@ -292,8 +300,10 @@ async def open_browser(run: Run, stages: Stages) -> BrowserParts | None:
     # imported here: a static crawl does not load the browser stage at all
     from archiver.browser.exchange import MAX_FULFILL_BODY  # noqa: PLC0415
     from archiver.browser.pool import BrowserConfig, BrowserPool  # noqa: PLC0415
+    from archiver.pipeline.cookiesync import BrowserCookies  # noqa: PLC0415
     from archiver.pipeline.recall import Recall  # noqa: PLC0415
 
+    profile = login_profile(s)
     pool = stages.browser = BrowserPool(
         BrowserConfig(
             state_dir=run.layout.state / "browser",
@@ -303,13 +313,34 @@ async def open_browser(run: Run, stages: Stages) -> BrowserParts | None:
             behaviors=s.behaviors,
             screenshots=s.screenshots,
             user_agent=s.user_agent,
+            local_storage=profile.local_storage if profile is not None else {},
         )
     )
     await pool.start()
     recall = Recall(
         stages.captured or MemoryCapturedUrls(), run.layout.warcs, max_body=MAX_FULFILL_BODY
     )
-    return BrowserParts(pool, recall, s.browser, MAX_FULFILL_BODY)
+    jar = stages.fetcher.cookies if stages.fetcher is not None else None
+    cookies = BrowserCookies(pool, jar) if jar is not None else None
+    return BrowserParts(pool, recall, s.browser, MAX_FULFILL_BODY, cookies)
+
+
+def session_watch(run: Run, fetcher: Fetcher, frontier: Frontier) -> SessionWatch | None:
+    """What tells the crawl that its login session ended (``--logged-out``,
+    ``--login-check``), or None when nothing was asked."""
+    s = run.settings
+    profile = login_profile(s)
+    policy = SessionPolicy(
+        rules=parse_rules(s.logged_out),
+        check_url=s.login_check,
+        hint=session_hint(
+            profile=str(s.profile) if s.profile is not None else None,
+            login_url=profile.login_url if profile is not None else None,
+            login_script=s.login_script is not None,
+            cookies_file=s.cookies is not None,
+        ),
+    )
+    return SessionWatch(policy, fetcher, frontier) if policy.active else None
 
 
 def writer_config(run: Run) -> WriterConfig:

@@ -1,0 +1,223 @@
+"""``archiver login``: make a login profile, by hand through the login page or by a script;
+and the unattended login a crawl with ``--login-script`` runs before it starts.
+
+A person: ``archiver login URL --profile DIR`` prints the address of the login page
+(:mod:`archiver.commands.loginpage`), where the login browser's tab is shown and worked; Done
+saves the profile. Where a display exists (``$DISPLAY``, ``$WAYLAND_DISPLAY``) the browser's
+own window opens too (``--headless`` keeps it hidden, ``--headful`` asks for it). A script:
+``archiver login [URL] --profile DIR --login-script FILE`` logs in without anyone and serves no
+page. Either way the login browser uses the crawl's settings (``--config``: the User-Agent,
+which some sites bind a session to; ``--chromium``).
+
+Exit codes: 0 saved, 1 the login failed (the message names the step; the previous profile is
+kept), 2 wrong usage, 3 interrupted (Ctrl-C, SIGTERM: nothing saved).
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import contextlib
+import os
+import signal
+import sys
+from collections.abc import Coroutine
+from pathlib import Path
+from typing import IO, Any
+
+from archiver.browser.steps import Step
+from archiver.config.settings import Settings, load_settings, parse_duration
+from archiver.errors import LoginError, SettingsError
+from archiver.login.profile import Profile
+from archiver.login.script import read_script
+from archiver.login.session import LoginOptions, log_in
+
+#: How long a person has to log in before the command gives up.
+DEFAULT_TIMEOUT = 3600.0
+
+
+def add_parser(sub: Any, port_type: Any) -> None:
+    """The ``login`` subcommand's options (``sub``: the CLI's subparsers)."""
+    login = sub.add_parser(
+        "login",
+        help="log in once in a browser and save the session as a profile for crawls",
+        description=(
+            "Open Chromium at URL for a person to log in, through a page archiver serves on "
+            "127.0.0.1 (it shows the browser's tab and sends clicks and keys to it; its address "
+            "is printed) and in the browser's own window where a display exists. Done on that "
+            "page saves the session's cookies and localStorage in DIR (mode 0700); crawls use "
+            "it with --profile DIR. With --login-script FILE the login runs unattended. Nothing "
+            "of the login is recorded. Exit codes: 0 saved, 1 login failed (the previous "
+            "profile is kept), 2 usage, 3 interrupted."
+        ),
+    )
+    login.add_argument("url", nargs="?", metavar="URL", help="the login page")
+    login.add_argument(
+        "--profile",
+        required=True,
+        metavar="DIR",
+        help="the profile directory to write, made mode 0700 (required: no default)",
+    )
+    login.add_argument(
+        "--login-script",
+        metavar="FILE",
+        help=(
+            "log in unattended with this login script (TOML steps; see README) (default: none: "
+            "a person logs in at the login page)"
+        ),
+    )
+    login.add_argument(
+        "--config",
+        metavar="FILE",
+        help="the crawl's TOML settings: its User-Agent, --chromium (default: none)",
+    )
+    login.add_argument(
+        "--chromium",
+        metavar="PATH",
+        help="the Chromium executable (default: chromium, chromium-browser or google-chrome)",
+    )
+    login.add_argument(
+        "--port",
+        type=port_type,
+        default=0,
+        help="port of the login page on 127.0.0.1; 0 picks a free one (default: 0)",
+    )
+    display = login.add_mutually_exclusive_group()
+    display.add_argument(
+        "--headful",
+        dest="headful",
+        action="store_true",
+        default=None,
+        help="show the browser's window (default: when $DISPLAY or $WAYLAND_DISPLAY is set)",
+    )
+    display.add_argument(
+        "--headless",
+        dest="headful",
+        action="store_false",
+        help="never show a window (default: when there is no display)",
+    )
+    login.add_argument(
+        "--timeout",
+        metavar="DURATION",
+        default="1h",
+        help="how long to wait for Done (default: 1h)",
+    )
+
+
+def has_display(environ: dict[str, str] | os._Environ[str]) -> bool:
+    return bool(environ.get("DISPLAY") or environ.get("WAYLAND_DISPLAY"))
+
+
+def cmd_login(args: argparse.Namespace) -> int:
+    overrides: dict[str, Any] = {"profile": args.profile}
+    if args.login_script:
+        overrides["login_script"] = args.login_script
+    if args.chromium:
+        overrides["chromium"] = args.chromium
+    settings = load_settings(Path(args.config) if args.config else None, overrides)
+    timeout = parse_duration(args.timeout, "--timeout") or DEFAULT_TIMEOUT
+    headless = not (has_display(os.environ) if args.headful is None else args.headful)
+    url = _start_url(args.url)
+    steps: tuple[Step, ...] = ()
+    if settings.login_script is not None:
+        script = read_script(settings.login_script, os.environ)
+        steps = script.steps
+    elif url is None:
+        raise SettingsError("login", "give the login page's URL (or --login-script FILE)")
+    options = login_options(settings, headless=headless)
+    work = _unattended(url, options, steps) if steps else _by_hand(url, options, args.port, timeout)
+    profile = _run_interruptible(work)
+    if profile is None:
+        sys.stderr.write("archiver login: interrupted: nothing was saved\n")
+        return 3
+    print(f"archiver login: profile saved in {settings.profile}: {profile.summary()}")
+    return 0
+
+
+def login_options(settings: Settings, *, headless: bool = True) -> LoginOptions:
+    assert settings.profile is not None
+    return LoginOptions(
+        profile_dir=settings.profile,
+        chromium=settings.chromium,
+        headless=headless,
+        user_agent=settings.user_agent,
+    )
+
+
+async def log_in_for_crawl(settings: Settings, say: IO[str]) -> None:
+    """``archiver crawl --login-script FILE --profile DIR``: log in afresh before the crawl
+    (each scheduled run does). Raises :class:`LoginError` or :class:`SettingsError`."""
+    assert settings.login_script is not None
+    script = read_script(settings.login_script, os.environ)
+    if script.start_url is None:
+        raise SettingsError(
+            "--login-script", f"{script.path}: the first step must be a goto (the login page)"
+        )
+    profile = await _unattended(None, login_options(settings), script.steps)
+    say.write(f"archiver: logged in with {script.path}: {profile.summary()}\n")
+
+
+async def _unattended(url: str | None, options: LoginOptions, steps: tuple[Step, ...]) -> Profile:
+    return await log_in(url, options, steps=steps)
+
+
+async def _by_hand(
+    url: str | None,
+    options: LoginOptions,
+    port: int,
+    timeout: float,  # noqa: ASYNC109 - for the person, a LoginError when it runs out
+) -> Profile:
+    from archiver.commands.loginpage import serving  # noqa: PLC0415 - aiohttp.web, only here
+
+    async with serving(port) as page:
+        where = " (and in the browser's window)" if not options.headless else ""
+        print(
+            f"archiver login: log in at {page.url}{where}, then press Done (Ctrl-C gives up)",
+            flush=True,
+        )
+        try:
+            async with asyncio.timeout(timeout):
+                profile = await log_in(url, options, interact=page.interact)
+        except TimeoutError:
+            await page.status("failed", "timed out: nothing was saved")
+            raise LoginError(f"no Done within {timeout:g} s: nothing was saved") from None
+        except LoginError as exc:
+            await page.status("failed", str(exc))
+            raise
+        await page.status("saved", f"saved: {profile.summary()}; you may close this page")
+        return profile
+
+
+def _run_interruptible(work: Coroutine[Any, Any, Profile]) -> Profile | None:
+    """Run the login; None when SIGINT or SIGTERM stopped it (its browser is closed)."""
+
+    async def main() -> Profile | None:
+        task = asyncio.ensure_future(work)
+        loop = asyncio.get_running_loop()
+        for sig in (signal.SIGINT, signal.SIGTERM):
+            loop.add_signal_handler(sig, task.cancel)
+        try:
+            return await task
+        except asyncio.CancelledError:
+            return None
+        finally:
+            for sig in (signal.SIGINT, signal.SIGTERM):
+                with contextlib.suppress(Exception):
+                    loop.remove_signal_handler(sig)
+
+    profile: Profile | None = asyncio.run(main())
+    return profile
+
+
+def _start_url(url: str | None) -> str | None:
+    if url is None:
+        return None
+    from archiver import urls  # noqa: PLC0415
+
+    try:
+        return urls.normalize_url(url if "://" in url else "http://" + url)
+    except urls.InvalidURLError as exc:
+        raise SettingsError("login", f"{url!r} is not an http(s) URL: {exc}") from None
+
+
+__all__ = ["add_parser", "cmd_login", "has_display", "log_in_for_crawl", "login_options"]
