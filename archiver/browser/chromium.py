@@ -2,7 +2,8 @@
 
 A crawl's browser lives in a directory the caller gives (the crawl's state directory)::
 
-    DIR/profile/        a fresh --user-data-dir, emptied at every launch
+    DIR/profile/        a fresh --user-data-dir, emptied at every launch and deleted at close
+                        (it holds what pages stored: cookies, localStorage, a login's session)
     DIR/chromium.pid    {"pid", "pgid", "profile"} of the running browser
     DIR/chromium.log    Chromium's stdout and stderr, truncated at every launch
 
@@ -345,8 +346,8 @@ class ChromiumProcess:
             os.killpg(self.pgid, signal.SIGKILL)
 
     async def close(self, *, grace: float = 3.0) -> None:
-        """Ask Chromium to quit, then kill its group whatever it did, reap it, and forget it.
-        Returns once no process of the group is left."""
+        """Ask Chromium to quit, then kill its group whatever it did, reap it, and forget it:
+        its profile is deleted. Returns once no process of the group is left."""
         loop = asyncio.get_running_loop()
         if self.alive:
             with contextlib.suppress(BrowserError):
@@ -364,6 +365,7 @@ class ChromiumProcess:
             self._poll()
         await self.connection.close()
         (self.state_dir / PID_FILE).unlink(missing_ok=True)
+        await asyncio.to_thread(shutil.rmtree, self.state_dir / PROFILE_DIR, ignore_errors=True)
 
 
 def _fresh_profile(state_dir: Path) -> Path:
