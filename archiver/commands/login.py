@@ -25,6 +25,7 @@ from collections.abc import Coroutine
 from pathlib import Path
 from typing import IO, Any
 
+from archiver.browser.login import LoginBrowser
 from archiver.browser.steps import Step
 from archiver.config.settings import Settings, load_settings, parse_duration
 from archiver.errors import LoginError, SettingsError
@@ -170,14 +171,20 @@ async def _by_hand(
     from archiver.commands.loginpage import serving  # noqa: PLC0415 - aiohttp.web, only here
 
     async with serving(port) as page:
-        where = " (and in the browser's window)" if not options.headless else ""
-        print(
-            f"archiver login: log in at {page.url}{where}, then press Done (Ctrl-C gives up)",
-            flush=True,
-        )
+
+        async def interact(browser: LoginBrowser) -> None:
+            """The page shows the tab (the login page loaded), then waits for Done."""
+            await page.show(browser)
+            where = " (and in the browser's window)" if not options.headless else ""
+            print(
+                f"archiver login: log in at {page.url}{where}, then press Done (Ctrl-C gives up)",
+                flush=True,
+            )
+            await page.until_done(browser)
+
         try:
             async with asyncio.timeout(timeout):
-                profile = await log_in(url, options, interact=page.interact)
+                profile = await log_in(url, options, interact=interact)
         except TimeoutError:
             await page.status("failed", "timed out: nothing was saved")
             raise LoginError(f"no Done within {timeout:g} s: nothing was saved") from None

@@ -59,6 +59,8 @@ class LoginPage:
     _sockets: set[web.WebSocketResponse] = field(default_factory=set)
     _runner: web.AppRunner | None = None
     _state: tuple[str, str] = ("ready", "log in in the page below, then press Done")
+    #: the address of the last page whose load event fired
+    _loaded: str = ""
     _tasks: set[asyncio.Task[Any]] = field(default_factory=set)
 
     async def start(self) -> None:
@@ -85,26 +87,30 @@ class LoginPage:
         if self._runner is not None:
             await self._runner.cleanup()
 
-    async def interact(self, browser: LoginBrowser) -> None:
-        """Show ``browser``'s tab until the person presses Done (the login's ``interact``).
-        Raises :class:`LoginError` when the tab goes away first."""
-        assert self.done is not None
+    async def show(self, browser: LoginBrowser) -> None:
+        """Show ``browser``'s tab on the page from now on."""
         self._browser = browser
         width, height = browser.config.window
         screencast = self._screencast = Screencast(browser.session, size=(width, height))
         browser.on_navigated(lambda url: self._broadcast({"type": "url", "url": url}))
-        browser.session.on(
-            "Page.loadEventFired",
-            lambda _: self._broadcast({"type": "loaded", "url": browser.url}),
-        )
+        browser.session.on("Page.loadEventFired", lambda _: self._page_loaded(browser.url))
         await screencast.start()
         self._broadcast({"type": "url", "url": browser.url})
-        self._broadcast({"type": "loaded", "url": browser.url})
+        self._page_loaded(browser.url)  # the login page, loaded before the page was shown
+
+    async def until_done(self, browser: LoginBrowser) -> None:
+        """Return once the person pressed Done; raise :class:`LoginError` when the tab goes
+        away first."""
+        assert self.done is not None
         ended = browser.session.ended
         await asyncio.wait({self.done, ended}, return_when=asyncio.FIRST_COMPLETED)
         if not self.done.done():
             raise LoginError("the login tab was closed before Done: nothing was saved")
         await self.status("saving", "saving the session…")
+
+    def _page_loaded(self, url: str) -> None:
+        self._loaded = url
+        self._broadcast({"type": "loaded", "url": url})
 
     async def status(self, state: str, text: str) -> None:
         """Tell every open page how the login stands (returns once each was sent)."""
@@ -136,6 +142,8 @@ class LoginPage:
             await socket.send_json({"type": "status", "state": state, "text": text})
             if self._browser is not None:
                 await socket.send_json({"type": "url", "url": self._browser.url})
+            if self._loaded:
+                await socket.send_json({"type": "loaded", "url": self._loaded})
             async for message in socket:
                 if message.type == WSMsgType.TEXT:
                     await self._received(message.data)
@@ -256,17 +264,20 @@ body[data-state="saved"] #screen, body[data-state="failed"] #screen { opacity: 0
   socket.onmessage = async (event) => {
     if (typeof event.data !== "string") {
       const bitmap = await createImageBitmap(event.data);
-      if (canvas.width !== bitmap.width || canvas.height !== bitmap.height) {
-        canvas.width = bitmap.width;
-        canvas.height = bitmap.height;
-      }
-      context.drawImage(bitmap, 0, 0);
+      context.drawImage(bitmap, 0, 0, canvas.width, canvas.height);
       frames += 1;
       body.dataset.frames = String(frames);
       return;
     }
     const message = JSON.parse(event.data);
-    if (message.type === "size") view = {width: message.width, height: message.height};
+    if (message.type === "size") {
+      // the canvas is the tab's viewport, in CSS pixels (a frame is drawn to fill it)
+      view = {width: message.width, height: message.height};
+      canvas.width = message.width;
+      canvas.height = message.height;
+      body.dataset.viewWidth = String(message.width);
+      body.dataset.viewHeight = String(message.height);
+    }
     else if (message.type === "url") {
       body.dataset.url = message.url;
       if (document.activeElement !== address) address.value = message.url;
@@ -315,16 +326,20 @@ body[data-state="saved"] #screen, body[data-state="failed"] #screen { opacity: 0
     event.preventDefault();
     send({type: "wheel", ...point(event), dx: event.deltaX, dy: event.deltaY});
   }, {passive: false});
+  // keys typed anywhere but in the address field go to the tab (whatever has the focus here)
+  const forTab = (event) => event.target !== address;
   const key = (kind) => (event) => {
+    if (!forTab(event)) return;
     const paste = (event.ctrlKey || event.metaKey) && event.key.toLowerCase() === "v";
     if (paste) return;  // the paste event types the clipboard's text
     event.preventDefault();
     send({type: "key", event: kind, key: event.key, code: event.code,
           modifiers: modifiers(event)});
   };
-  canvas.addEventListener("keydown", key("down"));
-  canvas.addEventListener("keyup", key("up"));
-  canvas.addEventListener("paste", (event) => {
+  document.addEventListener("keydown", key("down"));
+  document.addEventListener("keyup", key("up"));
+  document.addEventListener("paste", (event) => {
+    if (!forTab(event)) return;
     event.preventDefault();
     const text = event.clipboardData.getData("text/plain");
     if (text) send({type: "text", text: text});
