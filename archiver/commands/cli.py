@@ -16,29 +16,32 @@ import signal
 import sys
 import threading
 import time
+from collections import Counter
 from collections.abc import Callable, Sequence
 from pathlib import Path
-from typing import Any, NoReturn
+from typing import TYPE_CHECKING, Any, NoReturn
 
 from archiver.commands import login as login_command
+from archiver.commands.exits import (
+    EXIT_FAILED,
+    EXIT_INTERRUPTED,
+    EXIT_LOCKED,
+    EXIT_OK,
+    EXIT_USAGE,
+    exit_code,
+)
 from archiver.commands.progress import Display
 from archiver.config.assemble import software_string
 from archiver.config.settings import Settings, load_settings, option_name, setting_fields
 from archiver.errors import ArchiverError, LockedError, SettingsError, SignatureError
 from archiver.processes.keeper import die_with_parent
 from archiver.processes.supervisor import CHILD_COMMAND, Supervisor, read_child_message
-from archiver.run.crawler import (
-    EXIT_FAILED,
-    EXIT_INTERRUPTED,
-    EXIT_LOCKED,
-    EXIT_OK,
-    EXIT_USAGE,
-    CrawlControl,
-    Crawler,
-    CrawlResult,
-)
+from archiver.run.crawler import CrawlControl, Crawler, CrawlResult
 from archiver.run.stats import Summary, human_bytes
 from archiver.version import __version__
+
+if TYPE_CHECKING:
+    from archiver.index.cdxj import ScanReport
 
 PROG = "archiver"
 #: Seconds a crawler process of ``--processes N`` may take to stop once its supervisor is
@@ -174,12 +177,19 @@ def build_parser() -> argparse.ArgumentParser:
         description=(
             "Merge the per-WARC index journals of one or more crawl directories (for example "
             "the output directories of several processes of one Redis crawl) into one sorted "
-            "CDXJ. WARC files without a journal (e.g. left .open by a killed process) are read "
-            "record by record."
+            "CDXJ. WARC and ARC files without a journal (other tools' files, or files left "
+            ".open by a killed process) are read record by record; a damaged record is left "
+            "out, reported on stderr, and reading goes on after it."
         ),
     )
     idx.add_argument("paths", nargs="+", metavar="DIR", help="crawl directories or WARC files")
     idx.add_argument("-o", "--output", metavar="FILE", help="index file (default: DIR/index.cdxj)")
+    idx.add_argument(
+        "--allow-partial",
+        action="store_true",
+        help="exit 0 even when damaged records were left out of the index (each is still "
+        "reported on stderr; default: exit 1)",
+    )
     idx.add_argument(
         "--cdx11",
         action="store_true",
@@ -190,11 +200,13 @@ def build_parser() -> argparse.ArgumentParser:
         "verify",
         help="check WARC files and their index, or a WACZ package and its signature",
         description=(
-            "Walk every gzip member and record of every WARC file under DIR, recompute block "
-            "and payload digests (payload: transfer coding removed, content coding kept), check "
-            "request/response pairing, and that every index line points at its record. Given "
-            "a .wacz file: check every file's sha256 against datapackage.json, datapackage.json "
-            "against datapackage-digest.json, and the signature, and say who signed and when."
+            "Walk every gzip member and record of every WARC and ARC file under DIR, going on "
+            "after a damaged one; recompute block and payload digests (payload: transfer coding "
+            "removed, content coding kept); judge every file by WARC 1.x (its own version) and "
+            "the files archiver wrote by archiver's own rules too; check that every index line "
+            "points at its record. Given a .wacz file: check every file's sha256 against "
+            "datapackage.json, datapackage.json against datapackage-digest.json, and the "
+            "signature, and say who signed and when."
         ),
     )
     ver.add_argument(
@@ -212,6 +224,12 @@ def build_parser() -> argparse.ArgumentParser:
         ),
     )
     ver.add_argument("--json", action="store_true", help="print the report as JSON (default: text)")
+    ver.add_argument(
+        "--archiver-rules",
+        action="store_true",
+        help="judge every file by archiver's own stricter rules too (WARC/1.1 only, warcinfo "
+        "first, each response followed by its request); default: only the files archiver wrote",
+    )
 
     keygen = sub.add_parser(
         "keygen",
@@ -278,6 +296,12 @@ def build_parser() -> argparse.ArgumentParser:
             "(default: $ARCHIVER_PYWB, else wayback on PATH)"
         ),
     )
+
+    from archiver.commands.qa import add_parser as add_qa  # noqa: PLC0415
+    from archiver.commands.qa import add_patch_parser  # noqa: PLC0415
+
+    add_qa(sub)
+    add_patch_parser(sub)
 
     sample = sub.add_parser(
         "serve-sample",
@@ -352,7 +376,7 @@ async def _run_crawl(settings: Settings, display: Display) -> CrawlResult:
             display.log_stream.write(f"archiver: job {run.job.name}: {note}\n")
         await _log_in(run.settings, display)
         result = await _run_crawler(run.settings, display)
-        run.finish(result.status, result.exit_code, result.reason, result.summary)
+        run.finish(result.status, exit_code(result.status), result.reason, result.summary)
         return result
 
 
@@ -454,7 +478,28 @@ def cmd_crawl(args: argparse.Namespace) -> int:
         display.print_summary(result)
     else:
         sys.stderr.write(final_line(result) + "\n")
-    return int(result.exit_code)
+    if settings.qa and exit_code(result.status) == EXIT_OK and result.output is not None:
+        return _prove(settings, Path(result.output))
+    return exit_code(result.status)
+
+
+def _prove(settings: Settings, crawl_dir: Path) -> int:
+    """``--qa``: the finished crawl checked and patched (``archiver patch``), its outcome
+    printed. The crawl's exit code stands (``archiver qa DIR --fail-on-miss`` afterwards exits
+    1 while pages stay incomplete, without checking them again)."""
+    from archiver.commands.qa import patch_summary  # noqa: PLC0415
+    from archiver.qa.options import QaOptions  # noqa: PLC0415
+    from archiver.run.patch import patch_crawl  # noqa: PLC0415
+
+    options = QaOptions(
+        tabs=settings.browser_tabs,
+        page_timeout=max(settings.page_timeout, 45.0),
+        chromium=settings.chromium,
+    )
+    sys.stderr.write(f"archiver: checking that every page of {crawl_dir} replays (--qa)\n")
+    patched = _run(patch_crawl(crawl_dir, options))
+    sys.stderr.write(patch_summary(patched))
+    return EXIT_OK
 
 
 def crawl_process(argv: Sequence[str]) -> int:
@@ -478,7 +523,7 @@ def crawl_process(argv: Sequence[str]) -> int:
     display = Display(settings, sys.stderr)
     crawler = Crawler(settings, console=display.log_stream, supervised_as=process_id)
     result: CrawlResult = _run(_run_child(crawler, display))
-    return int(result.exit_code)
+    return exit_code(result.status)
 
 
 async def _run_child(crawler: Crawler, display: Display) -> CrawlResult:
@@ -502,13 +547,48 @@ async def _run_child(crawler: Crawler, display: Display) -> CrawlResult:
 
 
 def cmd_index(args: argparse.Namespace) -> int:
+    from archiver.index.cdxj import ScanReport  # noqa: PLC0415
     from archiver.run.finish import index_paths  # noqa: PLC0415
 
     paths = [Path(p) for p in args.paths]
     output = Path(args.output) if args.output else None
-    count, written = index_paths(paths, output, cdx11=args.cdx11)
+    report = ScanReport()
+    count, written = index_paths(paths, output, cdx11=args.cdx11, report=report)
+    for line in scan_messages(report):
+        sys.stderr.write(f"{PROG} index: {line}\n")
     print(f"archiver: wrote {count} index lines to {written}")
-    return EXIT_OK
+    if report.complete:
+        return EXIT_OK
+    left = len(report.left_out) + len(report.unindexable)
+    if args.allow_partial:
+        sys.stderr.write(
+            f"{PROG} index: {left} left out (listed above), accepted by --allow-partial\n"
+        )
+        return EXIT_OK
+    sys.stderr.write(
+        f"{PROG} index: error: {left} left out (listed above): the index lacks them; "
+        "--allow-partial accepts an index without them\n"
+    )
+    return EXIT_FAILED
+
+
+def scan_messages(report: ScanReport) -> list[str]:
+    """One line per region or record an index scan left out, then one per kind of quirk it
+    read past (with how many records had it and where the first was)."""
+    lines = [
+        f"left out {path}@{damage.offset}: {damage.reason} ({damage.skipped})"
+        for path, damage in report.left_out
+    ]
+    lines += [f"left out {path}@{offset}: {why}" for path, offset, why in report.unindexable]
+    first: dict[str, tuple[Path, int]] = {}
+    counts: Counter[str] = Counter()
+    for path, offset, quirk in report.quirks:
+        counts[quirk] += 1
+        first.setdefault(quirk, (path, offset))
+    for quirk, n in counts.items():
+        path, offset = first[quirk]
+        lines.append(f"warning: read past {n} record(s) where {quirk} (first: {path}@{offset})")
+    return lines
 
 
 def cmd_verify(args: argparse.Namespace) -> int:
@@ -521,7 +601,7 @@ def cmd_verify(args: argparse.Namespace) -> int:
     if index_path is None and len(paths) == 1 and (paths[0] / "index.cdxj").exists():
         index_path = paths[0] / "index.cdxj"
     targets = [p / "warcs" if (p / "warcs").is_dir() else p for p in paths]
-    report = verify.verify(targets, index=index_path)
+    report = verify.verify(targets, index=index_path, archiver_rules=args.archiver_rules)
     if args.json:
         print(json.dumps(verify.to_json(report), indent=2))
     else:
@@ -588,6 +668,18 @@ def cmd_replay(args: argparse.Namespace) -> int:
     return replay.serve(Path(args.path), args.port, pywb=pywb)
 
 
+def cmd_qa(args: argparse.Namespace) -> int:
+    from archiver.commands import qa  # noqa: PLC0415
+
+    return qa.cmd_qa(args)
+
+
+def cmd_patch(args: argparse.Namespace) -> int:
+    from archiver.commands import qa  # noqa: PLC0415
+
+    return qa.cmd_patch(args)
+
+
 def cmd_serve_sample(args: argparse.Namespace) -> int:
     from archiver.commands import sample  # noqa: PLC0415
 
@@ -615,6 +707,8 @@ COMMANDS = {
     "report": cmd_report,
     "wacz": cmd_wacz,
     "replay": cmd_replay,
+    "qa": cmd_qa,
+    "patch": cmd_patch,
     "serve-sample": cmd_serve_sample,
     "ignore": cmd_ignore,
     "login": login_command.cmd_login,

@@ -27,6 +27,7 @@ from typing import IO, Any
 
 from archiver.browser.login import LoginBrowser
 from archiver.browser.steps import Step
+from archiver.commands.exits import EXIT_INTERRUPTED, EXIT_OK
 from archiver.config.settings import Settings, load_settings, parse_duration
 from archiver.errors import LoginError, SettingsError
 from archiver.login.profile import Profile
@@ -130,9 +131,9 @@ def cmd_login(args: argparse.Namespace) -> int:
     profile = _run_interruptible(work)
     if profile is None:
         sys.stderr.write("archiver login: interrupted: nothing was saved\n")
-        return 3
+        return EXIT_INTERRUPTED
     print(f"archiver login: profile saved in {settings.profile}: {profile.summary()}")
-    return 0
+    return EXIT_OK
 
 
 def login_options(settings: Settings, *, headless: bool = True) -> LoginOptions:

@@ -41,6 +41,7 @@ from rich.table import Table
 from rich.text import Text
 
 from archiver.run.stats import BrowserSnapshot, Snapshot, Summary, human_bytes
+from archiver.timefmt import rfc3339_millis_at
 
 if TYPE_CHECKING:
     from archiver.config.settings import Settings
@@ -98,8 +99,7 @@ def human_duration(seconds: float) -> str:
 
 
 def _iso_now() -> str:
-    now = time.time()
-    return time.strftime("%Y-%m-%dT%H:%M:%S", time.gmtime(now)) + f".{int(now % 1 * 1000):03d}Z"
+    return rfc3339_millis_at(time.time())
 
 
 def stats_line(snapshot: Snapshot, *, now: str | None = None) -> str:

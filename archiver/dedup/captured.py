@@ -23,21 +23,19 @@ from the record it refers to, found by ``WARC-Refers-To-Target-URI`` and checked
 
 from __future__ import annotations
 
-import re
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Protocol
 
 from archiver.errors import WarcFormatError
-from archiver.fetch.httpframe import dechunk, header_values, split_header_block
+from archiver.fetch.httpframe import dechunk
+from archiver.httphead import Fields, ResponseHead, field_values, parse_response_head
 from archiver.models import RecordLocation
 from archiver.warc.naming import OPEN_SUFFIX
 from archiver.warc.reader import RecordPrefix, read_prefix_at
 
 #: Room for the HTTP head in front of the payload when a record is read back.
 HEAD_ROOM = 1 << 20
-_HEAD_END = re.compile(rb"\r?\n\r?\n")
-_STATUS_LINE = re.compile(rb"HTTP/\d\.\d[ \t]+(\d{3})[ \t]?([^\r\n]*)")
 
 
 class CapturedUrls(Protocol):
@@ -108,20 +106,19 @@ def read_response(warcs: Path, location: RecordLocation, *, max_body: int) -> St
     kind = head.record_type
     if kind not in ("response", "revisit"):
         return None
-    parsed = _http_response(prefix.block)
-    if parsed is None:
+    http = parse_response_head(prefix.block, HEAD_ROOM)
+    if http is None:
         return None
-    status, reason, headers, body_start = parsed
     payload: bytes | None = None
     too_large = False
     if kind == "response":
-        payload, too_large = _payload(prefix, headers, body_start, max_body)
+        payload, too_large = _payload(prefix, http.fields, http.end, max_body)
     return StoredResponse(
         record_type=kind,
         date=head.date or "",
-        status=status,
-        reason=reason,
-        headers=[(k.decode("latin-1"), v.decode("latin-1")) for k, v in headers],
+        status=http.status,
+        reason=_reason(http),
+        headers=http.text_fields(),
         payload=payload,
         payload_digest=head.get("WARC-Payload-Digest"),
         refers_to=head.get("WARC-Refers-To-Target-URI") if kind == "revisit" else None,
@@ -139,24 +136,22 @@ def read_payload(
         return None, False
     if digest is not None and prefix.head.get("WARC-Payload-Digest") != digest:
         return None, False
-    parsed = _http_response(prefix.block)
-    if parsed is None:
+    http = parse_response_head(prefix.block, HEAD_ROOM)
+    if http is None:
         return None, False
-    return _payload(prefix, parsed[2], parsed[3], max_body)
+    return _payload(prefix, http.fields, http.end, max_body)
 
 
 def response_parts(raw: bytes) -> tuple[int, str, list[tuple[str, str]], bytes] | None:
     """Status, reason, header fields and payload of a whole HTTP/1.x response as received
     (its bytes as a response record holds them); None when it has no HTTP head."""
-    parsed = _http_response(raw)
-    if parsed is None:
+    http = parse_response_head(raw, HEAD_ROOM)
+    if http is None:
         return None
-    status, reason, headers, body_start = parsed
-    body = raw[body_start:]
-    if b"chunked" in b",".join(header_values(headers, b"transfer-encoding")).lower():
+    body = raw[http.end :]
+    if b"chunked" in b",".join(http.values(b"transfer-encoding")).lower():
         body, _error = dechunk(body)
-    fields = [(k.decode("latin-1"), v.decode("latin-1")) for k, v in headers]
-    return status, reason, fields, body
+    return http.status, _reason(http), http.text_fields(), body
 
 
 def _read(warcs: Path, location: RecordLocation, max_body: int) -> RecordPrefix | None:
@@ -171,28 +166,19 @@ def _read(warcs: Path, location: RecordLocation, max_body: int) -> RecordPrefix 
         return None
 
 
-def _http_response(block: bytes) -> tuple[int, str, list[tuple[bytes, bytes]], int] | None:
-    """Status, reason, header fields and where the body starts, of an HTTP/1.x response."""
-    match = _HEAD_END.search(block, 0, HEAD_ROOM)
-    if match is None:
-        return None
-    start, headers = split_header_block(block[: match.start()])
-    status = _STATUS_LINE.match(start)
-    if status is None:
-        return None
-    reason = status.group(2).decode("latin-1").strip()
-    return int(status.group(1)), reason, headers, match.end()
+def _reason(http: ResponseHead) -> str:
+    return http.status_line.reason.decode("latin-1").strip()
 
 
 def _payload(
-    prefix: RecordPrefix, headers: list[tuple[bytes, bytes]], body_start: int, max_body: int
+    prefix: RecordPrefix, headers: Fields, body_start: int, max_body: int
 ) -> tuple[bytes | None, bool]:
     """The payload after the head: de-chunked when it was sent chunked (RFC 9112 section 7.1);
     ``(None, True)`` when it is larger than ``max_body``."""
     if not prefix.whole:
         return None, True
     body = prefix.block[body_start:]
-    codings = b",".join(header_values(headers, b"transfer-encoding")).lower()
+    codings = b",".join(field_values(headers, b"transfer-encoding")).lower()
     if b"chunked" in codings:
         body, _error = dechunk(body)  # a capture cut short: what arrived is what there is
     if len(body) > max_body:

@@ -18,8 +18,8 @@ class DigestIndex(Protocol):
 
     First writer wins, and a ``lookup`` sees every ``add`` made before it in this process.
     :class:`MemoryDigestIndex` is here; the crawl's own index in the SQLite database and the one
-    shared in Redis live with their frontier backend (``archiver.frontier.sqlite.digests``,
-    ``archiver.frontier.redis.shared``, which satisfy this protocol structurally: the frontier
+    shared in Redis live with their frontier backend (``archiver.frontier.sqlite.services``,
+    ``archiver.frontier.redis.services``, which satisfy this protocol structurally: the frontier
     does not import this stage), built by ``archiver.frontier.open_backend``.
     """
 

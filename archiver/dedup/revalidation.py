@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import asyncio
 import dataclasses
-import re
 from collections.abc import Sequence
 from dataclasses import dataclass
 
@@ -123,12 +122,10 @@ async def original_exchange(ex: Exchange, revalidation: Revalidation) -> Exchang
     CSS within :data:`MAX_BODY`, its body, so links are still discovered and the page is
     still listed. ``ex`` itself when the original cannot be read."""
     record = await asyncio.to_thread(read_stored, revalidation.content, body_limit=MAX_BODY)
-    if record is None or not record.http_start:
+    if record is None or record.http is None:
         return ex
-    status = _status_code(record.http_start)
-    if status is None:
-        return ex
-    headers = [(k.decode("latin-1"), v.decode("latin-1")) for k, v in record.http]
+    status = record.http.status
+    headers = record.http.text_fields()
     content_type = (record.header("Content-Type") or "").split(";", 1)[0].strip().lower()
     body: bytes | None = None
     if record.body is not None and content_type in _LINK_TYPES:
@@ -138,11 +135,6 @@ async def original_exchange(ex: Exchange, revalidation: Revalidation) -> Exchang
             if error is not None:
                 body = None
     return dataclasses.replace(ex, status=status, headers=headers, body=body)
-
-
-def _status_code(start: bytes) -> int | None:
-    match = re.match(rb"HTTP/\d\.\d\s+(\d{3})", start)
-    return int(match.group(1)) if match else None
 
 
 __all__ = [

@@ -5,7 +5,9 @@ and it forgets the bytes it parsed. The capture layer feeds the raw bytes receiv
 through :class:`ResponseFramer`, which decides the message boundary by RFC 9112 section 6.3 and
 hands the body, with the chunked transfer coding removed but any content coding kept, to a
 callback: exactly the WARC payload (WARC 1.1 section 5.9; iipc/warc-specifications#22).
-The verifier reads stored records back through the same code, so writer and judge agree.
+The verifier reads stored records back through the same code, so writer and judge agree. The
+head itself (status line, header fields) is read by :mod:`archiver.httphead`, the one parser of
+response heads, which every reader of stored records uses too.
 
 Nothing here does I/O; everything is bounded (header block size, chunk-size line length).
 """
@@ -15,6 +17,15 @@ from __future__ import annotations
 import enum
 import re
 from collections.abc import Callable
+
+from archiver.httphead import (
+    HEAD_END,
+    field_values,
+    is_interim,
+    parse_fields,
+    parse_status_line,
+    start_line,
+)
 
 DEFAULT_MAX_HEADER_BYTES = 256 * 1024
 DEFAULT_MAX_HEADER_LINE = 32 * 1024
@@ -29,8 +40,6 @@ MAX_SIZE_DIGITS = 16
 #: aiohttp's own cap at the default header count, so a hostile trailer section is our verdict.
 MAX_TRAILER_LINES = 128
 _HTTP = b"HTTP/"
-_HEADER_END = re.compile(rb"\r?\n\r?\n")
-_STATUS_LINE = re.compile(rb"HTTP/(\d)\.(\d)[ \t]+(\d{3})(?:[ \t]([^\r\n]*))?\r?\Z")
 _CHUNK_SIZE = re.compile(rb"[ \t]*([0-9A-Fa-f]+)[ \t]*(?:;[^\r\n]*)?\r?\n\Z")
 _SIZE_DIGITS = re.compile(rb"[ \t]*0*([0-9A-Fa-f]*)")
 
@@ -57,38 +66,6 @@ class FramingError(ValueError):
 
 class HeadersTooLarge(FramingError):  # noqa: N818 - a FramingError, named for what it is
     """The header block breaks the size, line-length or count limit."""
-
-
-def split_header_block(block: bytes) -> tuple[bytes, list[tuple[bytes, bytes]]]:
-    """Start line and ``(name, value)`` pairs of a header block, folded lines joined.
-
-    Lines without a colon are skipped (they are kept in the stored bytes, just not interpreted).
-    """
-    lines = block.split(b"\n")
-    return lines[0].rstrip(b"\r"), _parse_header_lines(lines)
-
-
-def _parse_header_lines(lines: list[bytes]) -> list[tuple[bytes, bytes]]:
-    """The header fields of a block split at LF (its first line, the start line, skipped)."""
-    headers: list[tuple[bytes, bytes]] = []
-    for raw in lines[1:]:
-        line = raw[:-1] if raw.endswith(b"\r") else raw
-        if not line:
-            continue
-        if line[0] in (32, 9) and headers:  # obs-fold (RFC 9112 section 5.2)
-            name, value = headers[-1]
-            headers[-1] = (name, value + b" " + line.strip())
-            continue
-        name, sep, value = line.partition(b":")
-        if not sep:
-            continue
-        headers.append((name.strip(), value.strip()))
-    return headers
-
-
-def header_values(headers: list[tuple[bytes, bytes]], name: bytes) -> list[bytes]:
-    lname = name.lower()
-    return [v for k, v in headers if k.lower() == lname]
 
 
 class ChunkedDecoder:
@@ -263,6 +240,8 @@ class ResponseFramer:
         self.payload_length = 0
         self._head = bytearray()
         self._head_start = 0
+        #: CR and LF bytes before the next status line are still being passed over
+        self._skipping = True
         self._remaining = 0
         self._chunked: ChunkedDecoder | None = None
 
@@ -332,9 +311,14 @@ class ResponseFramer:
 
     def _feed_headers(self, view: memoryview) -> int:
         before = len(self._head)
-        search_from = max(self._head_start, before - 3)
         self._head += view
-        start = self._head_start
+        start = self._skip_empty_lines()
+        if self._skipping:  # nothing but line ends yet
+            if len(self._head) > self.max_header_bytes:
+                self._too_large(f"header block larger than {self.max_header_bytes} bytes")
+                return self.max_header_bytes + 1 - before
+            return len(view)
+        search_from = max(start, before - 3)
         # A failure consumes the bytes up to the one that decided it, however the bytes were
         # cut into pieces: the rest is not this response's (capture keeps it under its
         # diagnostic cap, not as the response).
@@ -343,7 +327,7 @@ class ResponseFramer:
             wrong = next(i for i, byte in enumerate(prefix) if byte != _HTTP[i])
             self._fail("no HTTP status line (HTTP/0.9 or not HTTP)")
             return start + wrong + 1 - before
-        match = _HEADER_END.search(self._head, search_from)
+        match = HEAD_END.search(self._head, search_from)
         if match is None:
             if len(self._head) > self.max_header_bytes:
                 self._too_large(f"header block larger than {self.max_header_bytes} bytes")
@@ -369,9 +353,36 @@ class ResponseFramer:
         if self.state is State.HEADERS:  # an interim 1xx response: the next one follows
             self._head_start = end
             self.interim_ends.append(end)
+            self._skipping = True
         else:
             self._head = bytearray()
         return used
+
+    def _skip_empty_lines(self) -> int:
+        """Pass over the CR and LF bytes before a status line; where the message starts.
+
+        llhttp (aiohttp's parser) and browsers ignore empty lines before a response's status
+        line, at the start of the stream and after an interim response (RFC 9112 section 2.2
+        asks the same robustness of a server before a request line). They are not part of the
+        message that follows: like an interim response, the run becomes a piece of its own in
+        :attr:`interim_ends`, so the stored response starts at its status line, where replay
+        tools and indexers read its status.
+        """
+        start = self._head_start
+        if not self._skipping:
+            return start
+        head = self._head
+        end = len(head)
+        at = start
+        while at < end and head[at] in (13, 10):
+            at += 1
+        if at == end:
+            return start  # only line ends so far: the status line has not begun
+        self._skipping = False
+        if at > start:
+            self._head_start = at
+            self.interim_ends.append(at)
+        return at
 
     def _start_message(self, block: bytes) -> None:
         lines = block.split(b"\n")
@@ -380,15 +391,15 @@ class ResponseFramer:
         longest = max(map(len, lines))
         if longest > self.max_header_line:
             raise HeadersTooLarge(f"header line of {longest} bytes (limit {self.max_header_line})")
-        start = lines[0].rstrip(b"\r")
-        match = _STATUS_LINE.match(start + b"\r")
-        if match is None:
+        start = start_line(lines[0])
+        status_line = parse_status_line(start)
+        if status_line is None:
             raise FramingError(f"invalid status line {start[:60]!r}")
-        self.version = (int(match.group(1)), int(match.group(2)))
-        self.status = int(match.group(3))
-        self.reason = match.group(4) or b""
-        self.headers = headers = _parse_header_lines(lines)
-        if 100 <= self.status < 200 and self.status != 101:
+        self.version = status_line.version
+        self.status = status_line.status
+        self.reason = status_line.reason
+        self.headers = headers = parse_fields(lines)
+        if is_interim(self.status):
             return  # interim response; stay in HEADERS
         self.state = State.BODY
         te_values: list[bytes] = []
@@ -447,7 +458,7 @@ class ResponseFramer:
 
     def header(self, name: str) -> str | None:
         """First value of a response header, decoded as Latin-1 (how HTTP bytes map to text)."""
-        values = header_values(self.headers, name.encode("ascii"))
+        values = field_values(self.headers, name.encode("ascii"))
         return values[0].decode("latin-1") if values else None
 
     def decoded_headers(self) -> list[tuple[str, str]]:

@@ -46,6 +46,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from archiver.fetch.proxy import ProxyConfig, ProxyRoutes
+from archiver.httphead import parse_status_line, start_line
 
 #: The longest CONNECT reply header block read from a proxy.
 MAX_CONNECT_REPLY = 64 * 1024
@@ -262,13 +263,13 @@ def check_connect_reply(
     proxy: ProxyConfig, destination: Destination, head: bytes, surplus: bytes
 ) -> None:
     """Raise :class:`ProxyError` unless ``head`` is a 2xx reply with nothing after it."""
-    status_line = head.split(b"\r\n", 1)[0].decode("latin-1")
-    parts = status_line.split(" ", 2)
+    status_line = parse_status_line(start_line(head))
     target = f"{destination.host}:{destination.port}"
-    if len(parts) < 2 or not parts[0].startswith("HTTP/1.") or not parts[1].isdigit():
+    if status_line is None or status_line.version[0] != 1:
         raise ProxyError(f"proxy {proxy.redacted} did not answer CONNECT with HTTP")
-    if not parts[1].startswith("2"):
-        raise ProxyError(f"proxy {proxy.redacted} refused CONNECT {target}: {' '.join(parts[1:])}")
+    if not 200 <= status_line.status < 300:
+        answer = f"{status_line.status} {status_line.reason.decode('latin-1')}".strip()
+        raise ProxyError(f"proxy {proxy.redacted} refused CONNECT {target}: {answer}")
     if surplus:
         raise ProxyError(f"proxy {proxy.redacted} sent data before the origin for {target}")
 

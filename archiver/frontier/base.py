@@ -1,5 +1,14 @@
 """The frontier interface: the seed design's joinable queue, made host-aware and persistent.
 
+Its callers divide into three roles, each a protocol of its own (one backend implements all
+three over one store; :class:`Frontier` is their union, with the life cycle):
+
+* :class:`CrawlQueue`, the queue: the workers and discovery;
+* :class:`HostPoliteness`, host politeness: robots.txt Crawl-delay, a page's second request
+  inside its lease, the operator's live changes;
+* :class:`CaptureLedger`, the ledger of committed captures: what resume and the sealing of
+  WARC files read.
+
 Workers see a joinable queue (``put`` / ``get`` / ``task_done`` / ``join``), whatever the
 backend (memory, SQLite, Redis). On top of ``asyncio.Queue`` semantics:
 
@@ -74,20 +83,13 @@ class Outcomes:
         )
 
 
-@runtime_checkable
-class Frontier(Protocol):
-    """What the crawler needs from a frontier backend."""
+class CrawlQueue(Protocol):
+    """The queue: what the workers and discovery need (the seed design's joinable queue).
 
-    #: True when the state survives the process (resume is possible).
-    persistent: bool
-
-    async def open(self) -> ResumeInfo:
-        """Prepare the backend; a persistent one re-queues URLs that were in flight."""
-        ...
-
-    async def close(self) -> None:
-        """Flush and release resources. Leases not yet done stay 'in flight' for resume."""
-        ...
+    Five verbs and a snapshot, as in Scrapy's scheduler: queue URLs (the seen set checked
+    here, in one place), lease one, report how it ended, give back one never started, wait
+    until nothing is left.
+    """
 
     async def put(self, item: CrawlItem) -> bool:
         """Queue ``item`` unless its URL was seen; returns True when it was queued."""
@@ -102,7 +104,11 @@ class Frontier(Protocol):
         ...
 
     async def task_done(self, lease: Lease, result: TaskResult) -> None:
-        """Report how a leased URL ended."""
+        """Report how a leased URL ended (its captures go to the ledger in the same step)."""
+        ...
+
+    def give_back(self, lease: Lease) -> None:
+        """Return a lease no worker started (a stop began): queued again, no try counted."""
         ...
 
     async def join(self) -> None:
@@ -113,8 +119,20 @@ class Frontier(Protocol):
         """A snapshot of the counters (cheap; for progress display)."""
         ...
 
+
+class HostPoliteness(Protocol):
+    """Host politeness: when a host may be asked again (per-host slots and delay, robots.txt
+    Crawl-delay, the operator's changes), apart from the queue, like Scrapy's downloader
+    ``Slot``. The queue consults the same limits when it hands out a lease; these calls are
+    what the rest of a crawl tells it or asks it while the crawl runs."""
+
+    def reserve(self, host: str) -> float:
+        """Book one more request to ``host`` inside the current lease (the page after its
+        robots.txt); returns the seconds to wait before sending it."""
+        ...
+
     def set_host_delay(self, host: str, seconds: float) -> None:
-        """Apply a robots.txt Crawl-delay to a host."""
+        """Apply a robots.txt Crawl-delay to a host (RFC 9309 leaves it to the crawler)."""
         ...
 
     def set_politeness(self, delay: float, concurrency: int) -> None:
@@ -127,14 +145,15 @@ class Frontier(Protocol):
         asked (already applied here), or None."""
         ...
 
-    def reserve(self, host: str) -> float:
-        """Book one more request to ``host`` inside the current lease (the page after its
-        robots.txt); returns the seconds to wait before sending it."""
-        ...
 
-    def give_back(self, lease: Lease) -> None:
-        """Return a lease no worker started (a stop began): queued again, no try counted."""
-        ...
+class CaptureLedger(Protocol):
+    """The ledger of committed captures: which byte ranges of which WARC file belong to a lease
+    whose outcome the frontier committed. It is written by :meth:`CrawlQueue.task_done`, in
+    the same step as the outcome (a capture is committed exactly when its lease is); resume
+    reads it to cut an ``.open`` WARC file back to what was committed."""
+
+    #: True when the state survives the process (resume is possible).
+    persistent: bool
 
     async def flush(self) -> None:
         """Wait until every call made so far is durable in the backend (before WARC files
@@ -153,4 +172,18 @@ class Frontier(Protocol):
 
         Called after resume cut those captures from the file; returns how many were re-queued.
         """
+        ...
+
+
+@runtime_checkable
+class Frontier(CrawlQueue, HostPoliteness, CaptureLedger, Protocol):
+    """A whole frontier backend: the three roles over one store, and its life cycle. Every
+    backend here implements all three; a caller that needs one role asks for that protocol."""
+
+    async def open(self) -> ResumeInfo:
+        """Prepare the backend; a persistent one re-queues URLs that were in flight."""
+        ...
+
+    async def close(self) -> None:
+        """Flush and release resources. Leases not yet done stay 'in flight' for resume."""
         ...

@@ -4,9 +4,11 @@ Both keep their queue in their own way (a dict of deques; a window of SQLite row
 put the same two things in front of it: :class:`HostScheduler`, which hands workers items of
 hosts that :class:`~archiver.policy.politeness.HostGate` says may go now, and
 :class:`LocalFrontier`, the base class with what is the same in both frontiers: the outcome
-counters, the statistics snapshot, and the cancel-safe ``get`` / ``join`` / ``reserve`` /
-``give_back`` delegations to the scheduler. (The Redis frontier decides on the server instead:
-per-host limits must hold for every process of a shared crawl.)
+counters, the statistics snapshot, the cancel-safe ``get`` / ``join`` / ``give_back``
+delegations to the scheduler, and the whole of host politeness
+(:class:`~archiver.frontier.base.HostPoliteness`: the gate, in this process only). (The Redis
+frontier decides on the server instead: per-host limits must hold for every process of a shared
+crawl.)
 
 Dispatch is O(log hosts) per URL: hosts with queued work sit in a heap keyed by the time the
 politeness gate lets them start their next fetch; a waiting ``get`` is handed a lease directly
@@ -247,7 +249,7 @@ class LocalFrontier:
     def _check(self) -> None:
         """Raise when the frontier cannot take calls (not open, failed)."""
 
-    # -- the shared part of the protocol ----------------------------------------------------
+    # -- the queue (the shared part of CrawlQueue) --------------------------------------------
     async def get(self) -> Lease:
         self._check()
         return await self.scheduler.get()
@@ -260,6 +262,7 @@ class LocalFrontier:
         queue, no try counted, no host failure recorded."""
         self.scheduler.give_back(lease)
 
+    # -- host politeness (HostPoliteness): the gate, which the scheduler consults -----------
     def set_host_delay(self, host: str, seconds: float) -> None:
         self.gate.set_crawl_delay(host, seconds)
 
@@ -275,6 +278,7 @@ class LocalFrontier:
         """Nothing to learn: no other process shares this crawl."""
         return None
 
+    # -- bookkeeping for the subclass's task_done and statistics ----------------------------
     def _account(self, lease: Lease, result: TaskResult) -> None:
         """The in-memory side of ``task_done``, once the subclass recorded it: the host's slot
         freed and its verdict applied, then the outcome counted and the join count lowered,

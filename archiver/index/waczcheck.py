@@ -32,6 +32,7 @@ from archiver.errors import SignatureError
 from archiver.sign.certs import TrustedRoots
 from archiver.sign.check import Identity, check_signed_data
 from archiver.sign.signeddata import parse_signed_data
+from archiver.timefmt import rfc3339
 
 DATAPACKAGE = "datapackage.json"
 DIGEST = "datapackage-digest.json"
@@ -219,12 +220,8 @@ def wacz_to_json(report: WaczReport) -> dict[str, Any]:
             {
                 "identity": identity.kind,
                 "domain": identity.domain,
-                "created": identity.created.strftime("%Y-%m-%dT%H:%M:%SZ"),
-                "time_stamp": (
-                    identity.time_stamp.strftime("%Y-%m-%dT%H:%M:%SZ")
-                    if identity.time_stamp
-                    else None
-                ),
+                "created": rfc3339(identity.created),
+                "time_stamp": rfc3339(identity.time_stamp) if identity.time_stamp else None,
                 "time_stamp_authority": identity.time_stamp_authority,
                 "certificate_sha256": identity.certificate_fingerprint,
                 "public_key": identity.public_key,

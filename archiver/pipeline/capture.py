@@ -37,7 +37,6 @@ other request books its own (:meth:`archiver.frontier.base.Frontier.reserve`) an
 from __future__ import annotations
 
 import asyncio
-import re
 from collections.abc import Mapping
 from dataclasses import dataclass
 from types import TracebackType
@@ -48,16 +47,16 @@ from archiver.dedup.captured import response_parts
 from archiver.dedup.revalidation import Revalidation
 from archiver.errors import FetchError, SessionEndedError
 from archiver.frontier.base import Lease
+from archiver.httphead import parse_status_line, start_line
 from archiver.models import CrawlItem, Exchange, SkipReason, TaskResult, WrittenCapture
 from archiver.pipeline.discovery import Discovery
 from archiver.pipeline.outcomes import Outcomes
 from archiver.pipeline.parts import Parts, RunContext
 from archiver.pipeline.recall import RECALLED_METHODS, Claim, Recall, Recalled
 from archiver.pipeline.recording import Recorder
+from archiver.policy.robots import Verdict
 from archiver.policy.sitemaps import is_sitemap
 from archiver.warc.records import PendingCapture
-
-_STATUS_LINE = re.compile(rb"HTTP/\d\.\d[ \t]+\d{3}[ \t]?([^\r\n]*)")
 
 
 @dataclass(frozen=True, slots=True)
@@ -80,6 +79,9 @@ class Refused:
     """Not admitted, and why."""
 
     reason: SkipReason
+    #: refused because robots.txt could not be fetched (RFC 9309 section 2.3.1.4: complete
+    #: disallow until it can): the rules are unknown, so the URL failed rather than skipped
+    robots_unreachable: bool = False
 
 
 class Admitted:
@@ -253,7 +255,7 @@ class Capturer:
             return Refused(SkipReason.BUDGET)
         if not await self._robots_allow(item):
             shared.budgets.give_back(counts_as_page)
-            return Refused(SkipReason.ROBOTS)
+            return Refused(SkipReason.ROBOTS, robots_unreachable=self._robots_unreachable(item))
         request = Request(item, headers=referer_header(item))
         found = await self._claim(request)
         if isinstance(found, Recalled):
@@ -294,6 +296,12 @@ class Capturer:
             allowed = await robots.allowed(item, self.fetch_robots)
             await self._shared.robots_reports()
         return allowed
+
+    def _robots_unreachable(self, item: CrawlItem) -> bool:
+        """Whether robots.txt refused ``item`` because it could not be fetched."""
+        robots = self._parts.robots
+        rules = robots.cached(item.url) if robots is not None else None
+        return rules is not None and rules.verdict is Verdict.UNREACHABLE
 
     async def fetch_robots(self, url: str) -> Exchange:
         """Fetch and archive a robots.txt (or a hop of its redirects) in this lease. It uses
@@ -452,8 +460,8 @@ async def read_answer(exchange: Exchange, limit: int) -> Answer | None:
         if parts is None:
             return None
         body = parts[3]
-    match = _STATUS_LINE.match(exchange.response.head(512))
-    reason = match.group(1).decode("latin-1").strip() if match else ""
+    status_line = parse_status_line(start_line(exchange.response.head(512)))
+    reason = status_line.reason.decode("latin-1").strip() if status_line else ""
     return Answer(exchange.status, reason, exchange.headers, body)
 
 

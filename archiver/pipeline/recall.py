@@ -35,6 +35,7 @@ from archiver.dedup.captured import (
 )
 from archiver.models import Exchange, RecordLocation, WrittenCapture
 from archiver.spool import Spool
+from archiver.timefmt import parse_w3c_datetime
 
 RECALLED_METHODS = frozenset({"GET"})
 
@@ -181,10 +182,7 @@ class Recall:
 
 def _warc_datetime(text: str) -> datetime:
     """A WARC-Date (``2024-01-02T03:04:05.123456Z``) as an aware datetime."""
-    try:
-        return datetime.fromisoformat(text.replace("Z", "+00:00"))
-    except ValueError:
-        return datetime.now(UTC)
+    return parse_w3c_datetime(text) or datetime.now(UTC)
 
 
 __all__ = ["RECALLED_METHODS", "Claim", "Recall", "Recalled"]

@@ -35,21 +35,7 @@ from archiver.errors import FetchError, SessionEndedError
 from archiver.fetch.fetcher import Fetcher
 from archiver.frontier.base import Frontier
 from archiver.models import Exchange
-from archiver.policy.loggedout import LoggedOutRule, logged_out
-
-
-@dataclass(frozen=True, slots=True)
-class SessionPolicy:
-    """How the crawl tells that its session ended, and what to tell the operator then."""
-
-    rules: tuple[LoggedOutRule, ...] = ()
-    check_url: str | None = None
-    hint: str = ""
-    """What to do about it (log in again, then run the same command to resume)."""
-
-    @property
-    def active(self) -> bool:
-        return bool(self.rules) or self.check_url is not None
+from archiver.policy.loggedout import SessionPolicy, logged_out
 
 
 @dataclass(slots=True)
@@ -139,21 +125,4 @@ class SessionWatch:
         return SessionEndedError(url, sign, self.policy.hint)
 
 
-def session_hint(
-    *, profile: str | None, login_url: str | None, login_script: bool, cookies_file: bool
-) -> str:
-    """What the operator does once the session ended, for the crawl's final message."""
-    if login_script:
-        return "run the same command again: the login script logs in afresh and the crawl resumes"
-    if profile is not None:
-        where = login_url or "URL"
-        return (
-            f"the profile has expired: log in again (archiver login {where} --profile "
-            f"{profile}), then run the same command to resume"
-        )
-    if cookies_file:
-        return "renew the --cookies file, then run the same command to resume"
-    return "renew the session, then run the same command to resume"
-
-
-__all__ = ["SessionPolicy", "SessionWatch", "session_hint"]
+__all__ = ["SessionWatch"]

@@ -55,6 +55,20 @@ class LoggedOutRule:
         return f"{self.kind}:{self.pattern}"
 
 
+@dataclass(frozen=True, slots=True)
+class SessionPolicy:
+    """How the crawl tells that its session ended, and what to tell the operator then."""
+
+    rules: tuple[LoggedOutRule, ...] = ()
+    check_url: str | None = None
+    hint: str = ""
+    """What to do about it (log in again, then run the same command to resume)."""
+
+    @property
+    def active(self) -> bool:
+        return bool(self.rules) or self.check_url is not None
+
+
 def parse_rule(text: str) -> LoggedOutRule:
     """A rule from its written form; raises :class:`ValueError` saying what is wrong."""
     kind, sep, pattern = text.partition(":")
@@ -141,4 +155,29 @@ def _is_text(content_type: str) -> bool:
     return content_type.startswith("text/") or content_type.endswith(_TEXT_SUFFIXES)
 
 
-__all__ = ["KINDS", "LoggedOutRule", "logged_out", "parse_rule", "parse_rules"]
+def session_hint(
+    *, profile: str | None, login_url: str | None, login_script: bool, cookies_file: bool
+) -> str:
+    """What the operator does once the session ended, for the crawl's final message."""
+    if login_script:
+        return "run the same command again: the login script logs in afresh and the crawl resumes"
+    if profile is not None:
+        where = login_url or "URL"
+        return (
+            f"the profile has expired: log in again (archiver login {where} --profile "
+            f"{profile}), then run the same command to resume"
+        )
+    if cookies_file:
+        return "renew the --cookies file, then run the same command to resume"
+    return "renew the session, then run the same command to resume"
+
+
+__all__ = [
+    "KINDS",
+    "LoggedOutRule",
+    "SessionPolicy",
+    "logged_out",
+    "parse_rule",
+    "parse_rules",
+    "session_hint",
+]

@@ -18,6 +18,7 @@ Order of decisions (the first that applies wins), each skip with a :class:`SkipR
    the scope, as Heritrix's seedsRedirectNewSeeds) are in scope;
 5. page requisites (hop ``E``) of in-scope pages are in scope on any host when
    ``page_requisites`` is on (up to three embeds deep: a stylesheet's fonts and images);
+   deeper ones (a JavaScript module graph imports on and on) where a page would be;
 6. otherwise the mode decides: ``page`` (the seeds only), ``prefix`` (under a seed's directory),
    ``host`` (a seed's host or its ``www.`` twin), ``domain`` (a seed's domain and subdomains),
    ``any``; a page outside is still crawled within ``extra_hops`` link hops of a page inside
@@ -219,9 +220,13 @@ class Scope:
         if any(p.search(url) for p in self._include):
             return True
         if item.is_requisite:
+            if not self.rules.page_requisites:
+                return False
             embeds = item.hops.replace(Hop.REDIRECT, "")
-            chain = len(embeds) - len(embeds.rstrip(Hop.EMBED))
-            return self.rules.page_requisites and chain <= MAX_EMBED_CHAIN
+            if len(embeds) - len(embeds.rstrip(Hop.EMBED)) <= MAX_EMBED_CHAIN:
+                return True
+            # deeper (a module graph: entry -> chunk -> chunk -> ...): in scope where a page
+            # would be, so a site's own modules are followed and other hosts' are not
         mode = self.rules.mode
         if mode == "any":
             return True

@@ -30,7 +30,6 @@ from __future__ import annotations
 import asyncio
 import os
 import tomllib
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -39,6 +38,7 @@ from archiver.errors import FrontierError, SettingsError
 from archiver.frontier.base import Frontier
 from archiver.models import CrawlItem, SkipReason
 from archiver.policy.ignores import NO_IGNORES, Exclusions, Ignores, parse_ignores
+from archiver.policy.politeness import Politeness
 from archiver.run.output import Layout
 
 #: Seconds between two looks at the files ("within a few seconds of a change").
@@ -56,14 +56,6 @@ def _signature(path: Path) -> _Signature:
     except OSError:
         return None
     return (st.st_mtime_ns, st.st_size, st.st_ino)
-
-
-@dataclass(frozen=True, slots=True)
-class Politeness:
-    """The per-host limits the crawl runs with."""
-
-    delay: float
-    concurrency: int
 
 
 def parse_control(text: str, defaults: Politeness) -> Politeness:
@@ -253,7 +245,6 @@ __all__ = [
     "CONTROL_KEYS",
     "POLL_SECONDS",
     "LiveControl",
-    "Politeness",
     "append_ignore",
     "parse_control",
 ]

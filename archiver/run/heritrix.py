@@ -36,7 +36,7 @@ from types import TracebackType
 from typing import IO, Any, Self
 
 from archiver.run.output import cut_torn_line
-from archiver.timefmt import timestamp17
+from archiver.timefmt import parse_w3c_datetime, rfc3339_millis, timestamp17
 
 #: Heritrix fetch status codes for fetches that produced no HTTP response, by archiver's
 #: :class:`~archiver.models.FailReason` value. Heritrix codes: -2 HTTP connect failed, -3 HTTP
@@ -98,17 +98,12 @@ def _field(value: Any) -> str:
 def _parse_time(value: Any) -> datetime | None:
     if not isinstance(value, str) or not value:
         return None
-    try:
-        moment = datetime.fromisoformat(value.replace("Z", "+00:00"))
-    except ValueError:
-        return None
-    return moment if moment.tzinfo else moment.replace(tzinfo=UTC)
+    return parse_w3c_datetime(value)
 
 
 def log_timestamp(moment: datetime) -> str:
     """Field 1: ``2024-01-02T03:04:05.678Z`` (Heritrix's ``getLog17Date``)."""
-    moment = moment.astimezone(UTC)
-    return moment.strftime("%Y-%m-%dT%H:%M:%S.") + f"{moment.microsecond // 1000:03d}Z"
+    return rfc3339_millis(moment)
 
 
 def discovery_path(hops: str | None) -> str:

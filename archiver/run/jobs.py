@@ -50,6 +50,7 @@ from archiver.config.settings import Settings
 from archiver.dedup.sources import PREVIOUS, USABLE_STATUSES, crawl_status
 from archiver.errors import LockedError
 from archiver.run.output import OutputLock
+from archiver.timefmt import rfc3339_at
 from archiver.warc.naming import safe_name_part
 
 RUN_FORMAT = "%Y%m%dT%H%M%SZ"
@@ -167,7 +168,7 @@ class JobRun:
             "run": self.directory.name,
             "path": str(self.directory),
             "started": self.started,
-            "ended": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
+            "ended": rfc3339_at(time.time()),
             "status": status,
             "exit_code": exit_code,
             "reason": reason,
@@ -248,7 +249,7 @@ def open_run(job_dir: Path, settings: Settings, *, now: datetime | None = None) 
             dedup_from=resolve_sources(settings.dedup_from, previous),
             revalidate_from=resolve_sources(settings.revalidate_from, previous),
         )
-        started = time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())
+        started = rfc3339_at(time.time())
         yield JobRun(job, directory, resumed, previous, resolved, started, notes)
 
 

@@ -41,6 +41,7 @@ from pathlib import Path
 from typing import Any
 
 from archiver.errors import LockedError, OutputExistsError
+from archiver.timefmt import rfc3339_at
 
 #: Bytes of the output directory's name kept in the WACZ's file name (255 minus ".wacz.tmp").
 WACZ_NAME_BYTES = 246
@@ -326,15 +327,16 @@ def prepare(
                 f"{root} is not empty and holds no archiver crawl ({', '.join(sorted(others)[:5])}"
                 f"); choose another --output"
             )
-    now = time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())
+    now = rfc3339_at(time.time())
     if previous is not None:
+        before = str(previous.get("status"))  # read before the dict becomes this run's status
         status = previous
         status.setdefault("runs", []).append({"started": now, "status": STATUS_RUNNING})
         status["status"] = STATUS_RUNNING
         status["settings"] = settings_json
         if processes > 1:
             status["processes"] = processes
-        return RunStart(True, str(previous.get("status")), status)
+        return RunStart(True, before, status)
     status = {
         "format": "archiver-crawl-state/1",
         "status": STATUS_RUNNING,
@@ -362,7 +364,7 @@ def _check_processes(root: Path, before: int, now: int) -> None:
 
 
 def finish_status(status: dict[str, Any], final: str, reason: str | None) -> None:
-    now = time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())
+    now = rfc3339_at(time.time())
     status["status"] = final
     status["reason"] = reason
     runs = status.setdefault("runs", [])

@@ -32,6 +32,7 @@ from archiver.sign.certs import (
 )
 from archiver.sign.signeddata import AnonymousSignature, DomainSignature, SignedData
 from archiver.sign.timestamp import verify_time_stamp
+from archiver.timefmt import rfc3339
 
 #: the largest time between ``created`` and the time stamp (the specification: 10 minutes)
 STAMP_WINDOW = timedelta(minutes=10)
@@ -54,9 +55,9 @@ class Identity:
 
     def describe(self) -> str:
         """One line: who signed and when."""
-        made = self.created.strftime("%Y-%m-%dT%H:%M:%SZ")
+        made = rfc3339(self.created)
         if self.kind == "domain":
-            stamp = self.time_stamp.strftime("%Y-%m-%dT%H:%M:%SZ") if self.time_stamp else "?"
+            stamp = rfc3339(self.time_stamp) if self.time_stamp else "?"
             return (
                 f"signed by domain {self.domain} (certificate sha-256 "
                 f"{self.certificate_fingerprint}), created {made}, time-stamped {stamp} by "

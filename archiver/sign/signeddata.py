@@ -17,6 +17,7 @@ from datetime import UTC, datetime
 from typing import Any
 
 from archiver.errors import SignatureError
+from archiver.timefmt import parse_w3c_datetime, rfc3339
 
 #: the version of the signedData format (authsign writes "0.1.0")
 FORMAT_VERSION = "0.1.0"
@@ -68,13 +69,14 @@ SignedData = AnonymousSignature | DomainSignature
 
 def created_text(moment: datetime) -> str:
     """``created`` as archiver writes it: UTC, whole seconds, ``Z``."""
-    return moment.astimezone(UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
+    return rfc3339(moment)
 
 
 def parse_created(text: str) -> datetime:
-    if not _CREATED.match(text):
+    moment = parse_w3c_datetime(text) if _CREATED.match(text) else None
+    if moment is None:
         raise SignatureError(f"signedData 'created' is not an ISO 8601 date and time: {text!r}")
-    return datetime.fromisoformat(text.replace("Z", "+00:00")).astimezone(UTC)
+    return moment.astimezone(UTC)
 
 
 def _text(data: Mapping[str, Any], name: str, *, required: bool) -> str | None:

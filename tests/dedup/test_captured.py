@@ -73,3 +73,17 @@ async def test_responses_come_back_as_received_with_the_chunking_removed(tmp_pat
         [("Content-Type", "text/css"), ("Transfer-Encoding", "chunked"), ("X-Raw", "caf\xe9")],
         b"body{ a}",
     )
+
+
+async def test_a_record_that_starts_with_interim_heads_is_read_as_its_final_response(
+    tmp_path: Path,
+) -> None:
+    """archiver keeps interim 1xx heads out of its response records (a metadata record holds
+    them), but a record written by another tool may start with them (RFC 9110 section 15.2):
+    the browser must be answered with the final response, not with the 100."""
+    interim = b"HTTP/1.1 100 Continue\r\n\r\nHTTP/1.1 103 Early Hints\r\nLink: </a.css>\r\n\r\n"
+    (written,) = await write(tmp_path, (interim + PLAIN, b"gone", "http://a.test/late"))
+    stored = read_response(tmp_path, location(written), max_body=1 << 20)
+    assert stored is not None
+    assert (stored.status, stored.reason, stored.payload) == (404, "Not Found", b"gone")
+    assert stored.headers == [("Content-Type", "text/plain"), ("Content-Length", "4")]

@@ -194,8 +194,18 @@ async def test_a_url_stays_seen_after_it_is_done(h: Harness) -> None:
 
 async def test_fifo_within_a_host_and_items_intact(h: Harness) -> None:
     frontier = await h.make()
+    # the extractor's name and the extra-hops count come back as put, whichever is set
     items = [
-        item(f"/{n}", "a.example:8080", redirects_left=n % 5, depth=n, hops="LE" * n, via="v/")
+        item(
+            f"/{n}",
+            "a.example:8080",
+            redirects_left=n % 5,
+            depth=n,
+            hops="LE" * n,
+            via="v/",
+            extra=n % 3,
+            found_by=("", "feed", "js-module")[n % 4 % 3],
+        )
         for n in range(30)
     ]
     await frontier.put_many(items)
@@ -572,34 +582,3 @@ async def test_the_captured_urls_of_every_backend(h: Harness, backend: Backend) 
     assert await captured.lookup(url) == RecordLocation("crawl-00001.warc.gz", 0, 89)
     assert await captured.lookup("http://a.example/static/other.js") is None
     await captured.close()
-
-
-def test_frontier_config_from_settings(tmp_path: Path) -> None:
-    settings = Settings(
-        seeds=("http://a.example/",),
-        frontier="redis://127.0.0.1:6379/2",
-        crawl_id="big",
-        lease_timeout=45.0,
-        workers=32,
-        per_host_concurrency=3,
-        per_host_delay=1.5,
-        max_retry_after=90.0,
-        max_crawl_delay=None,
-    )
-    config = frontier_config(settings, state_db=tmp_path / "f.sqlite", process_id="host-1")
-    assert config.shared
-    assert (config.backend, config.crawl_id, config.process_id) == (
-        "redis://127.0.0.1:6379/2",
-        "big",
-        "host-1",
-    )
-    assert (config.lease_timeout, config.max_claim, config.state_db) == (
-        45.0,
-        32,
-        tmp_path / "f.sqlite",
-    )
-    gate = config.host_gate()
-    assert (gate.concurrency, gate.delay, gate.max_pause) == (3, 1.5, 90.0)
-    assert gate.max_crawl_delay == float("inf")
-    sqlite = frontier_config(Settings(seeds=("http://a.example/",)), state_db=tmp_path / "x")
-    assert not sqlite.shared and sqlite.backend == "sqlite"

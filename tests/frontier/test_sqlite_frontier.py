@@ -23,7 +23,7 @@ from typing import Any
 import pytest
 
 from archiver.errors import FrontierError
-from archiver.frontier.sqlite import Bloom, SqliteDigestIndex, SqliteFrontier
+from archiver.frontier.sqlite import Bloom, SqliteFrontier, sql
 from archiver.models import (
     CrawlItem,
     Hop,
@@ -270,8 +270,8 @@ async def test_digest_index_persists(tmp_path: Path) -> None:
     await frontier.close()
     again = sqlite_frontier(db)
     await again.open()
-    assert await SqliteDigestIndex(again).lookup("sha1:AAAA") == original
-    assert await SqliteDigestIndex(again).lookup("sha1:BBBB") is None
+    assert await again.digest_index().lookup("sha1:AAAA") == original
+    assert await again.digest_index().lookup("sha1:BBBB") is None
     await again.close()
 
 
@@ -441,3 +441,47 @@ async def test_memory_stays_bounded_for_a_large_enqueue(tmp_path: Path) -> None:
     # the recent-URL cache (2 x 65,536 strings) and the Bloom filter stay far below
     assert peak < 40_000_000, f"peak traced memory {peak / 1e6:.1f} MB"
     await frontier.close()
+
+
+def test_every_statement_of_the_sql_files_compiles_against_the_schema(tmp_path: Path) -> None:
+    """scripts/queries.sql is read by name, with the states and the batch-sized parts filled
+    in: each statement, filled the way database.py fills it, must prepare against the tables
+    of scripts/schema.sql (a misspelt column or placeholder fails here, not mid-crawl)."""
+    conn = sqlite3.connect(tmp_path / "f.sqlite")
+    for statement in sql.schema_statements():
+        conn.execute(statement)
+    # the add-*-column statements upgrade a database written before their columns existed
+    upgrades = ("add-extra-column", "add-found-by-column")
+    before = sqlite3.connect(tmp_path / "old.sqlite")
+    before.execute("CREATE TABLE urls (id INTEGER PRIMARY KEY)")
+    for name in upgrades:
+        before.execute(sql.QUERIES[name])
+    columns = [row[1] for row in before.execute("PRAGMA table_info(urls)")]
+    assert columns == ["id", "extra", "found_by"]
+    before.close()
+    sized = {
+        "host-insert": {"rows": sql.values(2, 2)},
+        "url-seen": {"marks": sql.marks(2)},
+        "url-insert": {"rows": sql.values(2, 11)},
+        "url-update": {"sets": "state = v.column2", "rows": sql.values(2, 2)},
+        "capture-insert": {"rows": sql.values(2, 4)},
+        "digest-insert": {"rows": sql.values(2, 4)},
+        "digest-get": {"marks": sql.marks(2)},
+        "refill": {"parts": " UNION ALL ".join([sql.QUERIES["refill-part"]] * 2)},
+        "windowed": {"marks": sql.marks(2)},
+    }
+    assert set(sized) <= set(sql.QUERIES)
+    for name, statement in sql.QUERIES.items():
+        if name in upgrades:
+            continue  # run above, on a table without the columns
+        text = sql.sized(statement, **sized.get(name, {}))
+        assert "$" not in text, name
+        conn.execute("EXPLAIN " + text, [None] * text.count("?"))
+    conn.close()
+
+
+def test_the_queries_file_names_each_statement_once() -> None:
+    text = "-- name: one\nSELECT 1\n-- a comment\n-- name: two\nSELECT $QUEUED\n"
+    assert sql.parse_queries(text) == {"one": "SELECT 1", "two": "SELECT 0"}
+    with pytest.raises(ValueError, match="names 'one' twice"):
+        sql.parse_queries(text + "-- name: one\nSELECT 2\n")

@@ -8,17 +8,22 @@ text.
 
 from __future__ import annotations
 
+import dataclasses
 import gzip
 import io
 import json
 from pathlib import Path
 
 import pytest
+import surt
 from cdxj_indexer.main import CDXJIndexer
 
 from archiver.commands.cli import main
+from archiver.index import cdxj as index
 from archiver.index.cdxj import scan_warc
+from archiver.models import WrittenRecord
 from archiver.run.finish import index_paths
+from archiver.warc.records import cdx_mime
 from tests.conftest import run_crawl
 from tests.support.site import SiteServer
 from tests.support.tools import reference_cdxj
@@ -130,3 +135,51 @@ async def test_index_of_loose_warcs_equals_cdxj_indexer(tmp_path: Path) -> None:
     assert (tmp_path / "cli.cdxj").read_text() == output.read_text()
     statuses = {json.loads(line.split(" ", 2)[2]).get("status") for line in scanned}
     assert {"200", "301", "404"} <= statuses
+
+
+def test_cdxj_line_matches_cdxj_indexer_conventions() -> None:
+    record = WrittenRecord(
+        record_type="response",
+        record_id="<urn:uuid:x>",
+        target_uri="http://www.Example.org/B?b=2&a=1",
+        date="2026-11-22T10:00:00.123456Z",
+        filename="f.warc.gz",
+        offset=10,
+        length=20,
+        status=200,
+        mime=None,
+        payload_digest="sha1:ABC",
+    )
+    line = index.cdxj_line(record)
+    key, ts, data = line.split(" ", 2)
+    assert key == surt.surt("http://www.Example.org/B?b=2&a=1")
+    assert ts == "20261122100000"
+    assert list(json.loads(data)) == ["url", "status", "digest", "length", "offset", "filename"]
+    assert index.cdx11_line(line).split(" ") == [
+        key,
+        ts,
+        "http://www.Example.org/B?b=2&a=1",
+        "-",
+        "200",
+        "ABC",
+        "-",
+        "-",
+        "20",
+        "10",
+        "f.warc.gz",
+    ]
+    # "Content-Type:" with no media type: cdxj-indexer writes "mime": ""; CDX-11 needs a "-"
+    empty = index.cdxj_line(dataclasses.replace(record, mime=""))
+    assert list(json.loads(empty.split(" ", 2)[2]))[:2] == ["url", "mime"]
+    assert index.cdx11_line(empty).split(" ")[3] == "-"
+    assert [cdx_mime(v) for v in (None, "", " ; charset=x", "Text/HTML; q=1")] == [
+        None,
+        "",
+        "",
+        "Text/HTML",
+    ]
+
+
+def test_external_sort_is_byte_order() -> None:
+    lines = [f"k{i % 97:03d},é {i}" for i in range(2000)] + ["a", "Z", "é", "~"]
+    assert list(index.sorted_lines(lines, chunk=37)) == sorted(lines, key=str.encode)

@@ -5,6 +5,7 @@ and the fast path must be the one taken for the URLs a crawl writes."""
 from __future__ import annotations
 
 import string
+import subprocess
 import sys
 from pathlib import Path
 
@@ -192,3 +193,22 @@ def test_arbitrary_text_after_a_scheme_matches_the_package(tail: str) -> None:
 )
 def test_literal_keys(url: str, key: str) -> None:
     assert surt_key(url) == key
+
+
+def test_crawler_start_does_not_load_surt_and_surt_keys_still_work() -> None:
+    """SURT keys of normalised URLs are built by archiver.index.surtkey: a crawl never imports
+    the surt package (nor tldextract and requests, which it pulls in) unless an odd URL needs
+    it, and then the package answers."""
+    code = (
+        "import sys, archiver.commands.cli\n"
+        "from archiver.index.surtkey import surt_key\n"
+        "print(surt_key('http://www.example.org/B?b=2&a=1'))\n"
+        "assert 'surt' not in sys.modules and 'requests' not in sys.modules, 'loaded early'\n"
+        "print(surt_key('HTTP://www.Example.org/%42?b=2&a=1'))\n"
+        "assert 'surt' in sys.modules, 'the package did not answer'\n"
+    )
+    done = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, timeout=60, check=False
+    )
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.split("\n")[:2] == ["org,example)/b?a=1&b=2", "org,example)/b?a=1&b=2"]

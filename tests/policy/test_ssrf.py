@@ -262,3 +262,27 @@ async def test_a_seed_with_a_trailing_dot_gets_its_resolve_override_allowed(
         )
     assert result.status == "completed", result.reason
     assert result.summary["captures"] == 1
+
+
+def test_address_policy() -> None:
+    for ip in (
+        "127.0.0.1",
+        "10.1.2.3",
+        "172.16.0.1",
+        "192.168.1.1",
+        "100.64.0.1",
+        "169.254.169.254",
+        "0.0.0.0",
+        "224.0.0.1",
+        "::1",
+        "fc00::1",
+        "fe80::1",
+        "::ffff:127.0.0.1",
+        "64:ff9b::a00:1",
+    ):
+        assert classify(ip) is not None, ip
+    assert classify("93.184.216.34") is None
+    policy = AddressPolicy(allowed=[("127.0.0.1", 8000)])
+    assert policy.check("127.0.0.1", 8000) is None
+    assert policy.check("127.0.0.1", 8001) is not None
+    assert AddressPolicy(allow_private=True).check("10.0.0.1", 80) is None

@@ -68,6 +68,19 @@ def test_properties_the_format_does_not_list_are_refused(tmp_path: Path) -> None
         parse_signed_data(dict(data, privateKey="x"))
 
 
+@pytest.mark.parametrize("created", ["2025-02-30T03:04:05Z", "2025-01-02T25:04:05Z", "yesterday"])
+def test_a_created_date_that_does_not_exist_is_refused_in_one_line(
+    tmp_path: Path, created: str
+) -> None:
+    """``created`` shaped like a date but naming none (February 30th, hour 25) is a finding
+    about the signature, not a ValueError out of the date parser."""
+    key = write_new_key(tmp_path / "k")
+    data, _ = KeySigner(key, "archiver/test").sign(HASH, CREATED)
+    with pytest.raises(SignatureError, match="'created' is not an ISO 8601 date and time"):
+        parse_signed_data(dict(data, created=created))
+    assert parse_signed_data(data).created.isoformat() == "2025-01-02T03:04:05+00:00"
+
+
 @pytest.mark.parametrize(
     ("make", "message"),
     [

@@ -14,7 +14,9 @@ How its login works, as many sites' do:
 - a members' page (``/members/``, ``/members/page/N``) needs ``sid`` and ``auth`` of a live
   session; its script makes the ``feedkey`` cookie from localStorage and at once fetches
   ``/members/feed.json``, which needs it and lists the extra pages: only a crawl whose fetcher
-  sends what the page's script just set gets the feed, and through it the extra pages;
+  sends what the page's script just set gets the feed, and through it the extra pages (the
+  script builds the feed's URL, so that no static extraction of scripts reads it as a link and
+  asks for it first, without the cookie);
 - without a session a members' URL redirects to ``/login?next=...`` (the login wall);
 - ``/logout`` ends the session; ``/api/me`` answers 200 for a live session, else 401;
 - ``expire_after``: the session ends after that many members' requests (a session expiry
@@ -105,7 +107,8 @@ MEMBERS_PAGE = """<!DOCTYPE html>
   const token = localStorage.getItem("members-token");
   if (!token) return;
   document.cookie = "feedkey=f-" + token + "; path=/members";
-  const feed = await (await fetch("/members/feed.json")).json();
+  // built, not written out: a static crawl reads quoted paths in scripts as links
+  const feed = await (await fetch(location.origin + "/members/" + "feed.json")).json();
   for (const path of feed.extras) {
     const item = document.createElement("li");
     const link = document.createElement("a");

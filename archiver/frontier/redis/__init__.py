@@ -23,10 +23,10 @@ replica set with failover) is supported, not Cluster::
     P:politeness    HASH    delay, concurrency, by: the crawl's per-host limits as last changed
                             through a process's control.toml (archiver.run.control)
     P:commits:FILE  HASH    "start end" -> "HOST\\0item" per capture committed in WARC FILE
-    P:digests       HASH    payload digest -> [record id, URI, date]      (shared.py)
-    P:robots:ORIGIN STRING  a robots.txt with status and fetch time, 24 h TTL  (shared.py)
-    P:cookies       HASH    cookie identity -> its cookies.txt line (the jar) (shared.py)
-    P:cookies:v     STRING  bumped after every change of P:cookies (shared.py)
+    P:digests       HASH    payload digest -> [record id, URI, date]      (services.py)
+    P:robots:ORIGIN STRING  a robots.txt with status and fetch time, 24 h TTL  (services.py)
+    P:cookies       HASH    cookie identity -> its cookies.txt line (the jar) (services.py)
+    P:cookies:v     STRING  bumped after every change of P:cookies (services.py)
 
 Every state change is a Lua script (``scripts/*.lua``, loaded by :mod:`.lua`), atomic across
 processes; each checks ``P:meta`` first and reads the time from Redis, so politeness and lease
@@ -59,12 +59,22 @@ Several processes, one output. The process id ``{hostname}-{pid}`` names the pro
 series and state directory; the last process to leave (:attr:`RedisFrontier.last_to_leave`)
 merges every process's index. A dead process's ``.open`` files are closed keeping their whole
 captures; the URLs it had in flight are fetched again elsewhere, so those may be captured twice.
+
+The files map onto the SQLite frontier's (:mod:`archiver.frontier.sqlite` has the table): the
+backend and its life cycle in :mod:`.frontier`, the queue in :mod:`.queue`, host politeness in
+:mod:`.politeness`, the capture ledger in :mod:`.ledger`, what else lives in the crawl's keys in
+:mod:`.services`, items as stored in :mod:`.codec`, the scripts in ``scripts/*.lua`` (read by
+:mod:`.lua`), and the way to the server in :mod:`.pump` (round trips) and :mod:`.link` (the
+connection).
 """
 
 from archiver.frontier.redis.codec import decode_item, encode_item, url_key
 from archiver.frontier.redis.frontier import STATE_FORMAT, RedisFrontier
+from archiver.frontier.redis.ledger import RedisLedger
 from archiver.frontier.redis.link import RedisLink
-from archiver.frontier.redis.shared import (
+from archiver.frontier.redis.politeness import RedisPoliteness
+from archiver.frontier.redis.queue import RedisQueue
+from archiver.frontier.redis.services import (
     RedisCapturedUrls,
     RedisCookieStore,
     RedisDigestIndex,
@@ -77,7 +87,10 @@ __all__ = [
     "RedisCookieStore",
     "RedisDigestIndex",
     "RedisFrontier",
+    "RedisLedger",
     "RedisLink",
+    "RedisPoliteness",
+    "RedisQueue",
     "RedisRobotsCache",
     "decode_item",
     "encode_item",

@@ -36,12 +36,15 @@ def url_key(url: str) -> bytes:
 
 
 def item_json(item: CrawlItem) -> bytes:
-    """``[url, redirects_left, depth, hops, via, tries]``, and ``extra`` after them only when it
-    is not 0 (``--extra-hops``): items written before it existed read back unchanged."""
+    """``[url, redirects_left, depth, hops, via, tries]``, then ``extra`` and ``found_by`` only
+    when they are set (``extra`` written when ``found_by`` is): items written before they
+    existed read back unchanged."""
     fields: list[object] = [item.url, item.redirects_left, item.depth, item.hops, item.via]
     fields.append(item.tries)
-    if item.extra:
+    if item.extra or item.found_by:
         fields.append(item.extra)
+    if item.found_by:
+        fields.append(item.found_by)
     body = json.dumps(fields, separators=(",", ":"), ensure_ascii=False)
     return body.encode("utf-8")
 
@@ -52,7 +55,7 @@ def encode_item(item: CrawlItem, key: bytes | None = None) -> bytes:
 
 
 def decode_item(data: bytes) -> CrawlItem:
-    url, redirects_left, depth, hops, via, tries, *extra = json.loads(data[URL_KEY_BYTES:])
+    url, redirects_left, depth, hops, via, tries, *rest = json.loads(data[URL_KEY_BYTES:])
     return CrawlItem(
         url=url,
         redirects_left=redirects_left,
@@ -60,7 +63,8 @@ def decode_item(data: bytes) -> CrawlItem:
         hops=hops,
         via=via,
         tries=tries,
-        extra=extra[0] if extra else 0,
+        extra=rest[0] if rest else 0,
+        found_by=rest[1] if len(rest) > 1 else "",
     )
 
 

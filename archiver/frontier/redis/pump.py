@@ -224,6 +224,18 @@ class Pump:
             self._flush_at = min(self._flush_at, time.monotonic() + self.ack_interval)
         self._kick()
 
+    def send(self, *args: Any) -> None:
+        """Send a plain command with the next round trip; nobody waits for its reply."""
+        self.check()
+        self.push(Command(args))
+
+    async def ask(self, *args: Any) -> Any:
+        """Send a plain command with the next round trip (at once) and return its reply."""
+        self.check()
+        future: asyncio.Future[Any] = asyncio.get_running_loop().create_future()
+        self.push(Query(args, future), urgent=True)
+        return await future
+
     def claim(self) -> asyncio.Future[Lease]:
         """A future for the next lease claimed for this process (a waiting ``get``)."""
         future: asyncio.Future[Lease] = asyncio.get_running_loop().create_future()

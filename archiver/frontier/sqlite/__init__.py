@@ -40,25 +40,41 @@ which answers exactly. The filter is rebuilt from the table on ``open`` (the str
 salted per process): about a second per million URLs.
 
 Per-URL states (``urls.state``): see the ``QUEUED`` ... ``WINDOWED`` constants of
-:mod:`.database`. ``WINDOWED`` and ``IN_FLIGHT`` only mean something to the process that set
+:mod:`.codec`. ``WINDOWED`` and ``IN_FLIGHT`` only mean something to the process that set
 them: ``open`` turns both back into ``QUEUED`` (tries unchanged).
 
-The modules: ``schema.sql`` (the tables), :mod:`.database` (the SQL, on the store's thread),
-:mod:`.ops` (the operations the loop hands the thread), :mod:`.store` (the thread, batching,
-group commit, backpressure), :mod:`.bloom` (the seen-set caches), :mod:`.frontier`
-(:class:`SqliteFrontier`) and :mod:`.digests` (:class:`SqliteDigestIndex`,
-:class:`SqliteCapturedUrls`).
+The files map onto the Redis frontier's (:mod:`archiver.frontier.redis`), one concern each:
+
+=====================  ==========================================  ===========================
+concern                here                                        Redis
+=====================  ==========================================  ===========================
+the backend, its life  :mod:`.frontier` (:class:`SqliteFrontier`)  ``frontier.py``
+the queue              :mod:`.queue`                               ``queue.py``
+host politeness        :mod:`archiver.frontier.local` (in-process) ``politeness.py``
+the capture ledger     :mod:`.ledger`                              ``ledger.py``
+what else it stores    :mod:`.services` (digests, captured URLs)   ``services.py``
+items as stored        :mod:`.codec` (rows, states)                ``codec.py``
+the scripts            ``scripts/*.sql``, read by :mod:`.sql`      ``scripts/*.lua``, ``lua.py``
+the way to the store   :mod:`.store` (a thread, group commit),     ``pump.py`` (round trips),
+                       :mod:`.ops`, :mod:`.database` (statements)  ``link.py`` (connection)
+=====================  ==========================================  ===========================
+
+and :mod:`.bloom` holds the seen-set caches in front of the ``UNIQUE`` index.
 """
 
 from archiver.frontier.sqlite.bloom import Bloom
-from archiver.frontier.sqlite.digests import SqliteCapturedUrls, SqliteDigestIndex
 from archiver.frontier.sqlite.frontier import SqliteFrontier
+from archiver.frontier.sqlite.ledger import SqliteLedger
 from archiver.frontier.sqlite.ops import StoreStats
+from archiver.frontier.sqlite.queue import SqliteQueue
+from archiver.frontier.sqlite.services import SqliteCapturedUrls, SqliteDigestIndex
 
 __all__ = [
     "Bloom",
     "SqliteCapturedUrls",
     "SqliteDigestIndex",
     "SqliteFrontier",
+    "SqliteLedger",
+    "SqliteQueue",
     "StoreStats",
 ]

@@ -1,6 +1,7 @@
-"""The SQL of the SQLite frontier, run on the store's thread only (the connection never leaves
-it): the schema, opening (resume bookkeeping), a batch of operations as set-based statements,
-and the resume queries.
+"""The SQLite frontier's statements at work, on the store's thread only (the connection never
+leaves it): opening (resume bookkeeping), a batch of operations as set-based statements, and the
+ledger's and the captured URLs' queries. The statements themselves are in ``scripts/*.sql``
+(:mod:`.sql`).
 
 Few statements, many rows: the operations of one batch are coalesced per kind and their rows
 travel as bound parameters of one statement per chunk, padded to a power of two so that a few
@@ -13,7 +14,6 @@ statement per batch keeps up with tens of thousands.
 from __future__ import annotations
 
 import contextlib
-import importlib.resources
 import json
 import sqlite3
 import time
@@ -23,7 +23,15 @@ from pathlib import Path
 from typing import Any
 
 from archiver.errors import FrontierError
+from archiver.frontier.sqlite import sql
 from archiver.frontier.sqlite.bloom import BLOOM_CAPACITY, BLOOM_MAX_BYTES, Bloom
+from archiver.frontier.sqlite.codec import (
+    IN_FLIGHT,
+    QUEUED,
+    URL_COLUMN_COUNT,
+    WINDOWED,
+    waiting_item,
+)
 from archiver.frontier.sqlite.ops import (
     CALL,
     COLUMNS,
@@ -41,28 +49,10 @@ from archiver.frontier.sqlite.ops import (
 )
 from archiver.models import CrawlItem
 
-# -- per-URL states ---------------------------------------------------------------------------
-QUEUED = 0  #: waiting on disk only (no process holds it in memory)
-IN_FLIGHT = 1  #: leased to a worker
-DONE = 2
-FAILED = 3
-SKIPPED = 4
-WAITING = 5  #: a retry that is not due before ``not_before`` (wall-clock seconds)
-WINDOWED = 6  #: queued, and held in this process's in-memory window of its host
-
 SCHEMA_VERSION = 1
 #: Rows per set-based statement at most (a power of two; also capped by SQLite's variable limit).
 CHUNK_ROWS = 1024
-
-#: url rows: url, host id, state, seq, tries, redirects_left, depth, hops, via, extra
-_URL_COLUMNS = "url, host, state, seq, tries, redirects_left, depth, hops, via, extra"
-_URL_COLUMN_COUNT = 10
-#: one host's oldest queued URLs: id, host, url, tries, redirects_left, depth, hops, via, seq,
-#: extra
-_REFILL_PART = (
-    "SELECT * FROM (SELECT id, host, url, tries, redirects_left, depth, hops, via, seq, extra "
-    f"FROM urls WHERE host = ? AND state = {QUEUED} ORDER BY seq LIMIT ?)"
-)
+Q = sql.QUERIES
 _REFILL_CHUNK = 64  #: hosts per refill statement (a power of two; SQLite allows 500 terms)
 
 
@@ -74,12 +64,6 @@ def _padded_size(count: int) -> int:
     """Rows are padded to a power of two (NULL rows, filtered out by the statement) so that a
     few statement texts repeat and stay prepared in the sqlite3 statement cache."""
     return max(8, 1 << (count - 1).bit_length())
-
-
-def schema_statements() -> list[str]:
-    """The statements of ``schema.sql`` (package data, read through importlib.resources)."""
-    text = importlib.resources.files(__package__).joinpath("schema.sql").read_text("utf-8")
-    return [statement for statement in text.split(";") if statement.strip()]
 
 
 class Batch:
@@ -161,7 +145,7 @@ class OpenState:
 
 
 class Database:
-    """The SQL, run on the store's thread only (the connection never leaves it)."""
+    """The statements at work, on the store's thread only (the connection never leaves it)."""
 
     def __init__(self, path: Path) -> None:
         self.path = path
@@ -229,46 +213,37 @@ class Database:
         """Create or check the schema; in-flight and windowed URLs become queued again."""
         began = time.perf_counter()
         x = self._x
-        for statement in schema_statements():
+        for statement in sql.schema_statements():
             x(statement)
         columns = {r[1] for r in x("PRAGMA table_info(urls)")}
-        if "extra" not in columns:  # a database written before --extra-hops: every item is 0
-            x("ALTER TABLE urls ADD COLUMN extra INTEGER NOT NULL DEFAULT 0")
-        row = x("SELECT value FROM meta WHERE key = 'schema'").fetchone()
+        if "extra" not in columns:
+            x(Q["add-extra-column"])
+        if "found_by" not in columns:
+            x(Q["add-found-by-column"])
+        row = x(Q["schema-version"]).fetchone()
         if row is None:
-            x("INSERT INTO meta VALUES ('schema', ?)", (str(SCHEMA_VERSION),))
+            x(Q["schema-version-set"], (str(SCHEMA_VERSION),))
         elif row[0] != str(SCHEMA_VERSION):
             raise FrontierError(
                 f"{self.path}: frontier schema {row[0]}, this archiver reads {SCHEMA_VERSION}"
             )
-        counts = dict(x("SELECT state, count(*) FROM urls GROUP BY state").fetchall())
+        counts = dict(x(Q["state-counts"]).fetchall())
         requeued = counts.pop(IN_FLIGHT, 0)
         windowed = counts.pop(WINDOWED, 0)
         if requeued or windowed:
-            x(f"UPDATE urls SET state = {QUEUED} WHERE state IN ({IN_FLIGHT}, {WINDOWED})")
+            x(Q["open-requeue"])
             counts[QUEUED] = counts.get(QUEUED, 0) + requeued + windowed
-        hosts = [(int(i), str(h)) for i, h in x("SELECT id, host FROM hosts")]
-        queued_by_host = dict(
-            x(f"SELECT host, count(*) FROM urls WHERE state = {QUEUED} GROUP BY host")
-        )
-        max_seq = x("SELECT max(seq) FROM urls").fetchone()[0] or 0
-        waiting = [
-            (
-                CrawlItem(url, redirects_left, depth, hops, via, tries, extra),
-                float(not_before or 0.0),
-            )
-            for url, tries, redirects_left, depth, hops, via, not_before, extra in x(
-                "SELECT url, tries, redirects_left, depth, hops, via, not_before, extra FROM urls "
-                f"WHERE state = {WAITING} ORDER BY seq"
-            )
-        ]
+        hosts = [(int(i), str(h)) for i, h in x(Q["hosts"])]
+        queued_by_host = dict(x(Q["queued-by-host"]))
+        max_seq = x(Q["max-seq"]).fetchone()[0] or 0
+        waiting = [waiting_item(row) for row in x(Q["waiting"])]
         total = sum(counts.values())
         seen = Bloom(max(self.bloom_capacity, total * 2), max_bytes=self.bloom_max_bytes)
-        seen.add_many(hash(url) for (url,) in x("SELECT url FROM urls"))
-        ndigests = x("SELECT count(*) FROM digests").fetchone()[0]
+        seen.add_many(hash(url) for (url,) in x(Q["seen-urls"]))
+        ndigests = x(Q["digest-count"]).fetchone()[0]
         digests = Bloom(max(self.bloom_capacity // 4, ndigests * 2), max_bytes=self.bloom_max_bytes)
-        digests.add_many(hash(digest) for (digest,) in x("SELECT digest FROM digests"))
-        self._files = {str(n): int(i) for i, n in x("SELECT id, name FROM files")}
+        digests.add_many(hash(digest) for (digest,) in x(Q["digest-all"]))
+        self._files = {str(n): int(i) for i, n in x(Q["files"])}
         return OpenState(
             existed=total > 0,
             requeued_in_flight=requeued,
@@ -321,25 +296,17 @@ class Database:
             sql = self._sql[(key, size)] = build(size)
         return sql
 
-    @staticmethod
-    def _values(size: int, width: int) -> str:
-        row = "(" + ",".join("?" * width) + ")"
-        return ",".join([row] * size)
-
     def _flush(self, b: Batch, results: Results, late: Results) -> None:
         """Inserts first (a URL's later updates need its row), then updates, captures,
         digests; reads last, so they see every write of the batch."""
         if b.hosts:
             for size, params in self._chunks(b.hosts, 2):
-                sql = self._statement(
-                    "hosts",
+                statement = self._statement(
+                    "host-insert",
                     size,
-                    lambda n: (
-                        "INSERT INTO hosts (id, host) SELECT * FROM "
-                        f"(VALUES {self._values(n, 2)}) WHERE column1 IS NOT NULL"
-                    ),
+                    lambda n: sql.sized(Q["host-insert"], rows=sql.values(n, 2)),
                 )
-                self._x(sql, params)
+                self._x(statement, params)
         if b.rows:
             self._insert(b, results)
         if b.updates:
@@ -348,27 +315,19 @@ class Database:
             self._captures(b.captures)
         if b.digests:
             for size, params in self._chunks(b.digests, 4):
-                sql = self._statement(
-                    "digests",
+                statement = self._statement(
+                    "digest-insert",
                     size,
-                    lambda n: (
-                        "INSERT OR IGNORE INTO digests (digest, record_id, target_uri, date) "
-                        f"SELECT * FROM (VALUES {self._values(n, 4)}) WHERE column1 IS NOT NULL"
-                    ),
+                    lambda n: sql.sized(Q["digest-insert"], rows=sql.values(n, 4)),
                 )
-                self._x(sql, params)
+                self._x(statement, params)
         if b.digest_gets:
             found: dict[str, tuple[str | None, str, str]] = {}
             for size, params in self._chunks([d for d, _ in b.digest_gets], 1):
-                sql = self._statement(
-                    "digest-get",
-                    size,
-                    lambda n: (
-                        "SELECT json_group_array(json_array(digest, record_id, target_uri, "
-                        f"date)) FROM digests WHERE digest IN ({','.join('?' * n)})"
-                    ),
+                statement = self._statement(
+                    "digest-get", size, lambda n: sql.sized(Q["digest-get"], marks=sql.marks(n))
                 )
-                found.update((d, (r, u, t)) for d, r, u, t in self._json(sql, params))
+                found.update((d, (r, u, t)) for d, r, u, t in self._json(statement, params))
             for digest, callback in b.digest_gets:
                 if callback is not None:
                     results.append((callback, found.get(digest), None))
@@ -379,14 +338,10 @@ class Database:
         maybe_urls = [row[0] for row, maybe in b.rows if maybe]
         existing: set[str] = set()
         for size, params in self._chunks(maybe_urls, 1):
-            sql = self._statement(
-                "seen",
-                size,
-                lambda n: (
-                    f"SELECT json_group_array(url) FROM urls WHERE url IN ({','.join('?' * n)})"
-                ),
+            statement = self._statement(
+                "url-seen", size, lambda n: sql.sized(Q["url-seen"], marks=sql.marks(n))
             )
-            existing.update(self._json(sql, params))
+            existing.update(self._json(statement, params))
         fresh: list[tuple[Any, ...]] = []
         answers: list[bool] = []
         in_batch: set[str] = set()
@@ -399,16 +354,13 @@ class Database:
                     continue
             in_batch.add(url)  # a definite URL twice would be a bug: the INSERT raises
             fresh.append(row)
-        for size, params in self._chunks(fresh, _URL_COLUMN_COUNT):
-            sql = self._statement(
-                "insert",
+        for size, params in self._chunks(fresh, URL_COLUMN_COUNT):
+            statement = self._statement(
+                "url-insert",
                 size,
-                lambda n: (
-                    f"INSERT INTO urls ({_URL_COLUMNS}) SELECT * FROM "
-                    f"(VALUES {self._values(n, _URL_COLUMN_COUNT)}) WHERE column1 IS NOT NULL"
-                ),
+                lambda n: sql.sized(Q["url-insert"], rows=sql.values(n, URL_COLUMN_COUNT)),
             )
-            self._x(sql, params)
+            self._x(statement, params)
         start = 0
         for callback, count in b.maybe:
             if callback is not None:
@@ -425,10 +377,7 @@ class Database:
             sets = ", ".join(f"{c} = v.column{n}" for n, c in enumerate(columns, 2))
 
             def build(n: int, sets: str = sets, width: int = width) -> str:
-                return (
-                    f"UPDATE urls SET {sets} FROM (VALUES {self._values(n, width)}) AS v "
-                    "WHERE urls.url = v.column1"
-                )
+                return sql.sized(Q["url-update"], sets=sets, rows=sql.values(n, width))
 
             for size, params in self._chunks(rows, width):
                 self._x(self._statement("update:" + ",".join(columns), size, build), params)
@@ -437,25 +386,17 @@ class Database:
         names = sorted({name for name, _, _, _ in captures if name not in self._files})
         if names:
             listed = _dumps(names)
-            self._x("INSERT OR IGNORE INTO files (name) SELECT value FROM json_each(?)", (listed,))
-            for file_id, name in self._json(
-                "SELECT json_group_array(json_array(id, name)) FROM files "
-                "WHERE name IN (SELECT value FROM json_each(?))",
-                (listed,),
-            ):
+            self._x(Q["file-insert"], (listed,))
+            for file_id, name in self._json(Q["file-ids"], (listed,)):
                 self._files[name] = int(file_id)
         rows = [(self._files[name], start, end, url) for name, start, end, url in captures]
         for size, params in self._chunks(rows, 4):
-            sql = self._statement(
-                "captures",
+            statement = self._statement(
+                "capture-insert",
                 size,
-                lambda n: (
-                    "INSERT OR REPLACE INTO captures (file, start, end, url) "
-                    "SELECT v.column1, v.column2, v.column3, urls.id FROM "
-                    f"(VALUES {self._values(n, 4)}) AS v JOIN urls ON urls.url = v.column4"
-                ),
+                lambda n: sql.sized(Q["capture-insert"], rows=sql.values(n, 4)),
             )
-            self._x(sql, params)
+            self._x(statement, params)
 
     def _refill(self, refills: list[tuple[int, int, Callback | None]], late: Results) -> None:
         """Each host's oldest queued URLs, marked WINDOWED (now held in memory)."""
@@ -464,26 +405,17 @@ class Database:
             size = min(_padded_size(len(chunk)), _REFILL_CHUNK)
             params: list[Any] = [v for host_id, count, _ in chunk for v in (host_id, count)]
             params.extend([-1, 0] * (size - len(chunk)))  # no host has id -1
-            sql = self._statement(
+            statement = self._statement(
                 "refill",
                 size,
-                lambda n: (
-                    "SELECT json_group_array(json_array(id, host, url, tries, "
-                    "redirects_left, depth, hops, via, seq, extra)) FROM ("
-                    + " UNION ALL ".join([_REFILL_PART] * n)
-                    + ")"
-                ),
+                lambda n: sql.sized(Q["refill"], parts=" UNION ALL ".join([Q["refill-part"]] * n)),
             )
-            rows = self._json(sql, params)
+            rows = self._json(statement, params)
             for size_ids, ids in self._chunks([r[0] for r in rows], 1):
-                sql = self._statement(
-                    "windowed",
-                    size_ids,
-                    lambda n: (
-                        f"UPDATE urls SET state = {WINDOWED} WHERE id IN ({','.join('?' * n)})"
-                    ),
+                statement = self._statement(
+                    "windowed", size_ids, lambda n: sql.sized(Q["windowed"], marks=sql.marks(n))
                 )
-                self._x(sql, ids)
+                self._x(statement, ids)
             by_host: dict[int, list[Any]] = {}
             for row in rows:
                 by_host.setdefault(row[1], []).append(row)
@@ -498,15 +430,15 @@ class Database:
         file_id = self._files.get(name)
         if file_id is None:
             return set()
-        rows = self._x("SELECT start, end FROM captures WHERE file = ?", (file_id,))
+        rows = self._x(Q["committed"], (file_id,))
         return {(int(s), int(e)) for s, e in rows}
 
     def captured_add(self, pair: tuple[str, str]) -> None:
         """Remember where a URL's latest capture is (``captured``: URL, location)."""
-        self._x("INSERT OR REPLACE INTO captured (url, location) VALUES (?, ?)", pair)
+        self._x(Q["captured-add"], pair)
 
     def captured_get(self, url: str) -> str | None:
-        row = self._x("SELECT location FROM captured WHERE url = ?", (url,)).fetchone()
+        row = self._x(Q["captured-get"], (url,)).fetchone()
         return None if row is None else str(row[0])
 
     def uncommit(self, arg: tuple[str, int]) -> dict[int, dict[int, int]]:
@@ -520,27 +452,10 @@ class Database:
         if file_id is None:
             return {}
         x = self._x
-        ids = _dumps(
-            [
-                r[0]
-                for r in x(
-                    "SELECT DISTINCT url FROM captures WHERE file = ? AND start >= ?",
-                    (file_id, offset),
-                )
-            ]
-        )
-        x("DELETE FROM captures WHERE file = ? AND start >= ?", (file_id, offset))
-        rows = x(
-            "SELECT host, state, count(*) FROM urls WHERE id IN (SELECT value FROM json_each(?)) "
-            f"AND state IN ({DONE}, {FAILED}, {SKIPPED}) GROUP BY host, state",
-            (ids,),
-        ).fetchall()
-        x(
-            f"UPDATE urls SET state = {QUEUED}, status = NULL, reason = NULL "
-            f"WHERE id IN (SELECT value FROM json_each(?)) AND state IN ({DONE}, {FAILED}, "
-            f"{SKIPPED})",
-            (ids,),
-        )
+        ids = _dumps([r[0] for r in x(Q["uncommit-urls"], (file_id, offset))])
+        x(Q["uncommit-captures"], (file_id, offset))
+        rows = x(Q["uncommit-counts"], (ids,)).fetchall()
+        x(Q["uncommit-requeue"], (ids,))
         found: dict[int, dict[int, int]] = {}
         for host, state, count in rows:
             found.setdefault(int(host), {})[int(state)] = int(count)

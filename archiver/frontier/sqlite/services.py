@@ -1,24 +1,20 @@
-"""What this crawl has stored, in the SQLite frontier's database: payload digests (WARC 1.1
+"""What else this crawl keeps in the SQLite frontier's database: payload digests (WARC 1.1
 section 6.7.2: what an identical-payload-digest revisit refers to) and the URLs captured with
 their records' places (what a browser's requests are answered from).
 
 Within-crawl deduplication then survives a resume and costs no heap per entry. The classes
 satisfy :class:`archiver.dedup.digests.DigestIndex` and
 :class:`archiver.dedup.captured.CapturedUrls` structurally (the frontier does not import the
-dedup stage).
+dedup stage). Both queue their work on the frontier's :class:`~.store.Store`, in issue order
+with the frontier's own operations; the frontier owns the database and closes it.
 """
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
-
-from archiver.frontier.sqlite.bloom import MASK64
+from archiver.frontier.sqlite.bloom import MASK64, Bloom
 from archiver.frontier.sqlite.ops import CALL, DIGEST_ADD, DIGEST_GET
+from archiver.frontier.sqlite.store import Store
 from archiver.models import Original, RecordLocation
-
-if TYPE_CHECKING:
-    from archiver.frontier.sqlite.frontier import SqliteFrontier
-    from archiver.frontier.sqlite.store import Store
 
 
 class SqliteDigestIndex:
@@ -27,24 +23,30 @@ class SqliteDigestIndex:
     Entries are written in the frontier's operation order, after the capture that made them was
     written, and a lookup is answered after every operation issued before it (an ``add`` in this
     process is seen by the next ``lookup``). A Bloom filter of the stored digests answers "never
-    added" without a query. Open the frontier first; closing this index leaves the frontier open.
+    added" without a query; the frontier's ``open`` hands it the one built from the database
+    (:meth:`restore`). Closing this index leaves the frontier open.
     """
 
-    def __init__(self, frontier: SqliteFrontier) -> None:
-        self._frontier = frontier
+    def __init__(self, store: Store) -> None:
+        self._store = store
+        self._filter = Bloom(1, max_bytes=64)
+
+    def restore(self, stored: Bloom) -> None:
+        """The filter of the digests the database holds (built when the frontier opens)."""
+        self._filter = stored
 
     async def lookup(self, digest: str) -> Original | None:
-        store = self._frontier.store
+        store = self._store
         store.check()
-        if not self._frontier.digest_filter.might_contain(hash(digest) & MASK64):
+        if not self._filter.might_contain(hash(digest) & MASK64):
             return None  # never added: no need to ask the database
         row = await store.call(DIGEST_GET, digest)
         return None if row is None else Original(row[0], row[1], row[2])
 
     async def add(self, digest: str, original: Original) -> None:
-        store = self._frontier.store
+        store = self._store
         store.check()
-        self._frontier.digest_filter.add(hash(digest) & MASK64)
+        self._filter.add(hash(digest) & MASK64)
         store.submit(DIGEST_ADD, (digest, original.record_id, original.target_uri, original.date))
 
     async def close(self) -> None:

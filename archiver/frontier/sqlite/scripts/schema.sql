@@ -1,5 +1,6 @@
--- The SQLite frontier's tables (schema version 1: database.SCHEMA_VERSION). Statements are
--- separated by semicolons, which appear nowhere else in this file.
+-- The SQLite frontier's tables (schema version 1: database.SCHEMA_VERSION), the per-URL states
+-- of urls.state are codec.py's. Statements are separated by semicolons, which appear nowhere
+-- else in this file.
 CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value TEXT NOT NULL) WITHOUT ROWID;
 CREATE TABLE IF NOT EXISTS hosts (id INTEGER PRIMARY KEY, host TEXT NOT NULL UNIQUE);
 CREATE TABLE IF NOT EXISTS urls (
@@ -16,9 +17,10 @@ CREATE TABLE IF NOT EXISTS urls (
     not_before REAL,                   -- WAITING: wall-clock time the retry is due
     status INTEGER,
     reason TEXT,
-    extra INTEGER NOT NULL DEFAULT 0   -- pages outside the scope since the last one inside
+    extra INTEGER NOT NULL DEFAULT 0,  -- pages outside the scope since the last one inside
+    found_by TEXT NOT NULL DEFAULT ''  -- the extractor that found the URL
 );
--- the queue of each host in FIFO order: state 0 is QUEUED (database.py)
+-- the queue of each host in FIFO order: state 0 is QUEUED (codec.py)
 CREATE INDEX IF NOT EXISTS urls_queue ON urls (host, seq) WHERE state = 0;
 CREATE TABLE IF NOT EXISTS files (id INTEGER PRIMARY KEY, name TEXT NOT NULL UNIQUE);
 CREATE TABLE IF NOT EXISTS captures (

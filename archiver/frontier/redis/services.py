@@ -6,22 +6,22 @@ process's records), robots.txt fetches (RFC 9309 section 2.4 caching) and the co
 Each satisfies the protocol of the stage that uses it structurally
 (:class:`archiver.dedup.digests.DigestIndex`, :class:`archiver.dedup.captured.CapturedUrls`,
 :class:`archiver.policy.robots.RobotsCache`, :class:`archiver.fetch.cookies.CookieStore`): the
-frontier does not import those stages.
+frontier does not import those stages. The digests, the captured URLs and the cookie jar ride
+the frontier's :class:`~.pump.Pump` (one pipelined round trip for everything pending); the
+robots.txt cache uses the connection directly (its values are large and rare).
 """
 
 from __future__ import annotations
 
 import json
 from collections.abc import Mapping
-from typing import TYPE_CHECKING, cast
+from typing import cast
 
 import redis.asyncio as aioredis
 
 from archiver.frontier.redis.link import RedisLink
+from archiver.frontier.redis.pump import Pump
 from archiver.models import CachedRobots, Original, RecordLocation
-
-if TYPE_CHECKING:
-    from archiver.frontier.redis.frontier import RedisFrontier
 
 #: RFC 9309 section 2.4: a cached robots.txt SHOULD NOT be used for more than 24 hours.
 ROBOTS_TTL = 24 * 3600.0
@@ -39,12 +39,12 @@ class RedisDigestIndex:
     nothing (``add`` follows the write).
     """
 
-    def __init__(self, frontier: RedisFrontier) -> None:
-        self._frontier = frontier
-        self._key = frontier.link.key("digests")
+    def __init__(self, pump: Pump) -> None:
+        self._pump = pump
+        self._key = pump.link.key("digests")
 
     async def lookup(self, digest: str) -> Original | None:
-        raw = await self._frontier.ask("HGET", self._key, digest)
+        raw = await self._pump.ask("HGET", self._key, digest)
         if raw is None:
             return None
         record_id, uri, date = json.loads(raw)
@@ -52,7 +52,7 @@ class RedisDigestIndex:
 
     async def add(self, digest: str, original: Original) -> None:
         value = json.dumps([original.record_id, original.target_uri, original.date])
-        self._frontier.send("HSETNX", self._key, digest, value)
+        self._pump.send("HSETNX", self._key, digest, value)
 
     async def close(self) -> None:
         """Nothing to close: the frontier owns the connection (and flushes on close)."""
@@ -64,18 +64,18 @@ class RedisCapturedUrls:
     ride the frontier's pump, as the digests' do; another process reads the record from the
     crawl's WARC directory (on another machine without it, the URL is fetched again)."""
 
-    def __init__(self, frontier: RedisFrontier) -> None:
-        self._frontier = frontier
-        self._key = frontier.link.key("captured")
+    def __init__(self, pump: Pump) -> None:
+        self._pump = pump
+        self._key = pump.link.key("captured")
 
     async def lookup(self, url: str) -> RecordLocation | None:
-        raw = await self._frontier.ask("HGET", self._key, url)
+        raw = await self._pump.ask("HGET", self._key, url)
         if raw is None:
             return None
         return RecordLocation.decode(_text(raw))
 
     async def add(self, url: str, location: RecordLocation) -> None:
-        self._frontier.send("HSET", self._key, url, location.encode())
+        self._pump.send("HSET", self._key, url, location.encode())
 
     async def close(self) -> None:
         """Nothing to close: the frontier owns the connection (and flushes on close)."""
@@ -125,18 +125,18 @@ class RedisCookieStore:
     those links has the cookies first. Commands ride the frontier's pump, like the digests.
     """
 
-    def __init__(self, frontier: RedisFrontier) -> None:
-        self._frontier = frontier
-        self._key = frontier.link.key("cookies")
-        self._version_key = frontier.link.key("cookies:v")
+    def __init__(self, pump: Pump) -> None:
+        self._pump = pump
+        self._key = pump.link.key("cookies")
+        self._version_key = pump.link.key("cookies:v")
 
     async def load(self) -> dict[str, str]:
-        raw = await self._frontier.ask("HGETALL", self._key)
+        raw = await self._pump.ask("HGETALL", self._key)
         pairs = raw.items() if isinstance(raw, dict) else zip(raw[::2], raw[1::2], strict=True)
         return {_text(name): _text(value) for name, value in pairs}
 
     async def version(self) -> int | None:
-        raw = await self._frontier.ask("GET", self._version_key)
+        raw = await self._pump.ask("GET", self._version_key)
         return int(raw) if raw is not None else 0
 
     async def update(self, changes: Mapping[str, str | None]) -> int | None:
@@ -145,10 +145,10 @@ class RedisCookieStore:
         ]
         deleted = [name for name, value in changes.items() if value is None]
         if stored:
-            self._frontier.send("HSET", self._key, *stored)
+            self._pump.send("HSET", self._key, *stored)
         if deleted:
-            self._frontier.send("HDEL", self._key, *deleted)
-        return int(await self._frontier.ask("INCR", self._version_key))
+            self._pump.send("HDEL", self._key, *deleted)
+        return int(await self._pump.ask("INCR", self._version_key))
 
     async def close(self) -> None:
         """Nothing to close: the frontier owns the connection (and flushes on close)."""
