@@ -458,3 +458,28 @@ def read_records_bytes(data: bytes) -> list[tuple[str, bytes]]:
         kind = re.search(rb"\r\nWARC-Type: (\w+)", raw)
         records.append((kind.group(1).decode() if kind else "", raw))
     return records
+
+
+def test_cookies_page_scripts_set_reach_the_jar_the_processes_of_a_crawl_share(
+    tmp_path: Path,
+) -> None:
+    out, profile = tmp_path / "crawl", tmp_path / "profile"
+    with LoginSite(password=made_up_password()).running_in_thread() as site:
+        script = login_script(tmp_path, site)
+        env = {"MEMBERS_PASSWORD": site.password}
+        made = archiver("login", "--profile", str(profile), "--login-script", str(script), env=env)
+        assert made.returncode == 0, made.stderr
+        (session,) = site.sessions.values()
+        crawl = archiver(
+            "crawl", site.url("/members/"), "-o", str(out), "--profile", str(profile),
+            "--browser", "all", "--processes", "2", "--workers", "2",
+            "--logged-out", "location:/login", *FAST,
+        )  # fmt: skip
+        assert crawl.returncode == 0, crawl.stderr
+    assert of_members(captured(out)) == members(site, extras=True)
+    # the cookie a page's script set went into the jar the processes share: the private
+    # redis-server's append-only file, in a directory only the owner may enter
+    shared = out / "state" / "redis"
+    kept = b"".join(path.read_bytes() for path in shared.rglob("appendonly.aof*") if path.is_file())
+    assert f"feedkey\t{'f-' + session.token}".encode() in kept
+    assert mode(shared) == 0o700
