@@ -23,6 +23,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
+from archiver import urls
 from archiver.browser.cdp import Params, Session
 from archiver.browser.chromium import ChromiumProcess, chromium_flags, find_chromium
 from archiver.browser.cookies import BrowserCookie, read_cookies
@@ -189,10 +190,8 @@ async def _page_session(process: ChromiumProcess) -> Session:
 
 
 def _origin(url: str) -> str | None:
-    if not url.startswith(("http://", "https://")):
-        return None
-    scheme, _, rest = url.partition("://")
-    return f"{scheme}://{rest.split('/', 1)[0].split('?', 1)[0].split('#', 1)[0]}"
+    """The origin of an http(s) page (its localStorage's), None for another (about:blank)."""
+    return urls.origin(url) if url.startswith(("http://", "https://")) else None
 
 
 __all__ = ["LoginBrowser", "LoginBrowserConfig"]

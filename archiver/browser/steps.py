@@ -145,8 +145,6 @@ async def _find(session: Session, selector: str, timeout: float) -> dict[str, An
     while True:
         try:
             box = await _evaluate(session, _FIND % json.dumps(selector), max(end - loop.time(), 1))
-        except LoginError:
-            raise
         except BrowserError:
             box = None  # the document is being replaced: look again
         if isinstance(box, dict) and box.get("width") and box.get("height"):

@@ -21,10 +21,11 @@ import contextlib
 import os
 import signal
 import sys
-from collections.abc import Coroutine
+from collections.abc import Coroutine, Mapping
 from pathlib import Path
 from typing import IO, Any
 
+from archiver import urls
 from archiver.browser.login import LoginBrowser
 from archiver.browser.steps import Step
 from archiver.commands.exits import EXIT_INTERRUPTED, EXIT_OK
@@ -106,7 +107,8 @@ def add_parser(sub: Any, port_type: Any) -> None:
     )
 
 
-def has_display(environ: dict[str, str] | os._Environ[str]) -> bool:
+def has_display(environ: Mapping[str, str]) -> bool:
+    """Whether a window can be shown (an X or a Wayland display)."""
     return bool(environ.get("DISPLAY") or environ.get("WAYLAND_DISPLAY"))
 
 
@@ -220,8 +222,6 @@ def _run_interruptible(work: Coroutine[Any, Any, Profile]) -> Profile | None:
 def _start_url(url: str | None) -> str | None:
     if url is None:
         return None
-    from archiver import urls  # noqa: PLC0415
-
     try:
         return urls.normalize_url(url if "://" in url else "http://" + url)
     except urls.InvalidURLError as exc:

@@ -46,8 +46,10 @@ every response the page is given lands in it. Chromium's own cookie store must n
 request's headers into the jar's): Chromium adds it after the point where the browser stage
 intercepts requests, so :class:`archiver.browser.exchange.BrowserRequest` carries none, and
 :func:`without_cookie_header` is the hook that keeps it so when the stage is wired to the
-fetcher. Cookies a page's script sets (``document.cookie``) stay in Chromium's store and are not
-sent by the fetcher: the wiring has to read them from the page to put them in the jar.
+fetcher. Cookies a page's script sets (``document.cookie``) go to Chromium's store:
+:mod:`archiver.pipeline.cookiesync` keeps that store and this jar in step (what pages set comes
+into the jar, through :meth:`CrawlCookieJar.apply` and ``pending``; the jar's cookies go into
+the browser), so the fetcher sends what the browser would.
 """
 
 from __future__ import annotations
