@@ -52,10 +52,8 @@ class SessionWatch:
         self._fetcher = fetcher
         self._frontier = frontier
         self._check: _Check | None = None
-        #: the first sign seen: every later judgement and confirmation ends the same way
+        #: the first sign seen: every later confirmation ends the same way
         self.ended: SessionEndedError | None = None
-        #: how many check requests were sent
-        self.checks = 0
 
     def judge(self, ex: Exchange) -> None:
         """Raise :class:`SessionEndedError` when ``ex`` shows the session ended (its spool is
@@ -77,7 +75,7 @@ class SessionWatch:
             return
         while True:
             if self.ended is not None:
-                raise self.ended
+                raise SessionEndedError(self.ended.url, self.ended.sign, self.policy.hint)
             check = self._check
             if check is not None and check.started >= finished:
                 sign = await asyncio.shield(check.task)
@@ -106,7 +104,6 @@ class SessionWatch:
         wait = self._frontier.reserve(urls.host_port(url))
         if wait > 0:
             await asyncio.sleep(wait)
-        self.checks += 1
         try:
             ex = await self._fetcher.fetch(url)
         except FetchError as exc:
