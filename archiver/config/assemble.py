@@ -57,17 +57,15 @@ def default_output(seeds: Iterable[str]) -> Path:
 
 
 def seed_list(settings: Settings) -> tuple[str, ...]:
-    """The seed URLs (arguments and --seeds-file), normalised, first occurrence kept."""
-    raw = list(settings.seeds)
-    if settings.seeds_file is not None:
-        raw += read_lines_file(settings.seeds_file, "--seeds-file")
+    """The seed URLs given as arguments, normalised, first occurrence kept (a
+    ``--seeds-file`` is read while the crawl runs: :mod:`archiver.run.seeds`)."""
     seeds = []
-    for seed in raw:
+    for seed in settings.seeds:
         try:
             seeds.append(urls.normalize_url(seed if "://" in seed else "http://" + seed))
         except urls.InvalidURLError as exc:
             raise SettingsError("seeds", f"{seed!r} is not an http(s) URL: {exc}") from None
-    if not seeds:
+    if not seeds and settings.seeds_file is None:
         raise SettingsError("seeds", "give at least one seed URL (or --seeds-file)")
     return seeds_in_order(seeds)
 
@@ -120,14 +118,30 @@ def sitemap_policy(s: Settings) -> SitemapPolicy:
     )
 
 
-async def address_policy(s: Settings, seeds: tuple[str, ...]) -> AddressPolicy:
+async def address_policy(s: Settings, seeds: Iterable[str]) -> AddressPolicy:
     """The seeds' own addresses and ports are always allowed: a crawl of a local or intranet
     site asked for by name is what the user wants; the SSRF guard is about where links lead."""
     policy = AddressPolicy(allow_private=s.allow_private)
+    await allow_seed_addresses(policy, s, seeds)
+    return policy
+
+
+async def allow_seed_addresses(
+    policy: AddressPolicy,
+    s: Settings,
+    seeds: Iterable[str],
+    known: set[tuple[str, int]] | None = None,
+) -> None:
+    """Allow the addresses of the seeds' hosts (each host and port looked up once; ``known``
+    holds those looked up already, for seeds that come in batches)."""
     overrides = dict(s.resolve)
     loop = asyncio.get_running_loop()
+    known = set() if known is None else known
     for seed in seeds:
         _, host, port = urls.scheme_host_port(seed)
+        if (host, port) in known:
+            continue
+        known.add((host, port))
         # looked up as the resolver does (fetch.OverrideResolver): "x.test." is "x.test"
         override = overrides.get(host.rstrip("."))
         if override is not None:
@@ -139,7 +153,6 @@ async def address_policy(s: Settings, seeds: tuple[str, ...]) -> AddressPolicy:
             continue  # the fetch will fail with a DNS error, logged there
         for info in infos:
             policy.allow(str(info[4][0]), port)
-    return policy
 
 
 def check_browser(s: Settings) -> None:

@@ -97,6 +97,16 @@ def _scheme_free(url: str) -> str:
     return url.split("://", 1)[1] if "://" in url else url
 
 
+def _host_part(scheme_free: str) -> str:
+    """``host[:port]`` of a URL without its scheme."""
+    end = len(scheme_free)
+    for stop in "/?#":
+        at = scheme_free.find(stop)
+        if at >= 0:
+            end = min(end, at)
+    return scheme_free[:end]
+
+
 @dataclass(slots=True)
 class _Counters:
     #: numeric pattern -> (shallowest, deepest) link depth seen
@@ -109,19 +119,30 @@ class Scope:
 
     def __init__(self, rules: ScopeRules) -> None:
         self.rules = rules
-        self._seeds = set(rules.seeds) | set(rules.sitemaps)
+        self._seeds = set(rules.sitemaps)
         self._hosts: set[str] = set()
         self._domains: set[str] = set()
-        self._prefixes: list[str] = []
-        for seed in rules.seeds:
-            self.add_seed_host(seed)
-            self._prefixes.append(_scheme_free(_seed_prefix(seed)))
+        #: the seeds' directories (scheme left out), by the host part they start with: a URL
+        #: is compared with its own host's prefixes only, whatever the number of seeds
+        self._prefixes: dict[str, list[str]] = {}
+        self.add_seeds(rules.seeds)
         self._include = [re.compile(p) for p in rules.include]
         self._exclude = (
             re.compile("|".join(f"(?:{p})" for p in rules.exclude)) if rules.exclude else None
         )
         self._counters = _Counters()
         self.traps: dict[tuple[str, str], TrapReport] = {}
+
+    def add_seeds(self, seeds: Iterable[str]) -> None:
+        """Seeds the crawl learns of while it runs (a seeds file is read in batches): in scope
+        themselves, and what they put in scope (their host, domain, directory)."""
+        for seed in seeds:
+            self._seeds.add(seed)
+            self.add_seed_host(seed)
+            prefix = _scheme_free(_seed_prefix(seed))
+            prefixes = self._prefixes.setdefault(_host_part(prefix), [])
+            if prefix not in prefixes:
+                prefixes.append(prefix)
 
     def add_seed_host(self, url: str) -> None:
         host = hostname(url)
@@ -235,12 +256,13 @@ class Scope:
         host = hostname(url)
         if mode == "host":
             return host in self._hosts
-        if mode == "domain":
-            bare = _strip_www(host)
-            return any(bare == d or bare.endswith("." + d) for d in self._domains)
+        if mode == "domain":  # the host or a parent domain is a seed's (each suffix looked up)
+            labels = _strip_www(host).split(".")
+            return any(".".join(labels[i:]) in self._domains for i in range(len(labels)))
         # prefix: under a seed's directory, http and https alike
         rest = _scheme_free(url)
-        return any(rest.startswith(prefix) for prefix in self._prefixes)
+        prefixes = self._prefixes.get(_host_part(rest), ())
+        return any(rest.startswith(prefix) for prefix in prefixes)
 
     def _trap(self, item: CrawlItem) -> str | None:
         url = item.url

@@ -138,6 +138,7 @@ def test_every_subcommand_has_help(capsys: pytest.CaptureFixture[str]) -> None:
         "login",
         "patch",
         "qa",
+        "rebuild-frontier",
         "replay",
         "report",
         "serve-sample",

@@ -47,6 +47,7 @@ SUMMARY_FIELDS = [
     "output",
     "resumed",
     "seeds",
+    "seeds_count",
     "warc_files",
     "index",
     "wacz",
@@ -56,6 +57,7 @@ SUMMARY_FIELDS = [
     "robots",
     "frontier",
     "version",
+    "runs",
 ]
 #: what /status and the stats lines have always held (``browser`` and ``processes`` when there
 #: are), and the one figure added since: the bytes dedup saved, as summary.json has it
@@ -100,6 +102,8 @@ async def test_a_crawls_figures_keep_their_json_shape(tmp_path: Path, site: Site
     summary = Summary.from_json(written)
     assert summary.to_json() == written, "read back, written again: the same object"
     assert (summary.captures, summary.status, summary.seeds) == (3, "completed", (site.url("/"),))
+    assert summary.seeds_count == 1
+    assert [(run.status, run.captures) for run in summary.runs] == [("completed", 3)]
     snapshot = crawler.snapshot().to_json()
     assert set(snapshot) == SNAPSHOT_FIELDS
     assert snapshot["captures"] == 3 and snapshot["by_status_class"] == {"2xx": 2, "4xx": 1}
