@@ -9,7 +9,8 @@ N requests).
 - A scheduled job with a login script logs in unattended at each of two runs.
 - A session that expires in the middle of a crawl stops it (exit 3, the profile named as
   expired); after a new login the same command resumes, until every page is captured once,
-  none of them a login wall; so does a --login-check URL, which no rule helps.
+  none of them a login wall; so does a --login-check URL, which no rule helps; so does a crawl
+  of two processes on an operator's Redis, whose shared jar each new login renews.
 - The password and the cookie values are found only in request records, and with
   --redact-cookies nowhere in what the crawl wrote.
 """
@@ -29,6 +30,7 @@ import zlib
 from pathlib import Path
 
 import pytest
+import redis
 
 from archiver.commands import verify
 from archiver.fetch.cookiestxt import parse_text
@@ -483,3 +485,56 @@ def test_cookies_page_scripts_set_reach_the_jar_the_processes_of_a_crawl_share(
     kept = b"".join(path.read_bytes() for path in shared.rglob("appendonly.aof*") if path.is_file())
     assert f"feedkey\t{'f-' + session.token}".encode() in kept
     assert mode(shared) == 0o700
+
+
+def test_a_redis_crawls_processes_share_the_session_and_a_new_login_replaces_it(
+    tmp_path: Path,
+) -> None:
+    """A crawl on a Redis frontier given by the operator, in two processes and the browser:
+    the session expires mid-crawl; the supervisor stops the crawl (exit 3, the profile named as
+    expired), and each new login replaces the session in the jar the processes share, until
+    every page is captured once."""
+    from tests.support.redis_server import RedisServer  # noqa: PLC0415
+
+    out, profile = tmp_path / "crawl", tmp_path / "profile"
+    with (
+        RedisServer(tcp=True) as server,
+        LoginSite(password=made_up_password(), expire_after=4).running_in_thread() as site,
+    ):
+        script = login_script(tmp_path, site)
+        command = [
+            "crawl", site.url("/members/"), "-o", str(out), "--profile", str(profile),
+            "--frontier", server.url, "--crawl-id", "members", "--processes", "2",
+            "--browser", "all", "--logged-out", "location:/login", "--workers", "2", *FAST,
+        ]  # fmt: skip
+        runs = resume_until_done(command, script, site, profile)
+        served = collections.Counter((hit.path, hit.status) for hit in site.log)
+        feeds = [hit for hit in site.log if hit.path == "/members/feed.json"]
+        client = redis.Redis.from_url(server.url, decode_responses=True)
+        try:
+            stored = client.hgetall("archiver:{members}:cookies")
+            jar = {str(name): str(value) for name, value in stored.items()}
+        finally:
+            client.close()
+    assert len(runs) >= 2, [run.stderr for run in runs]
+    assert "the profile has expired: log in again" in runs[0].stderr
+    assert "\nTraceback" not in "".join(run.stderr for run in runs)
+    assert of_members(captured(out)) == members(site, extras=True)
+    for path in site.members_paths():
+        assert served[(path, 200)] == 1, (path, served)
+    # the feed, asked for by a page's script with the cookie that script set, was served
+    assert [hit.status for hit in feeds][-1] == 200
+    # the shared jar holds the last login's session and nothing of the sessions before it
+    # (neither their ids nor the cookies the pages' scripts made from their tokens)
+    last = {line.name: line.value for line in parse_text((profile / "cookies.txt").read_text())}
+    lines = "\n".join(value for value in jar.values() if "\t" in value)  # not the marker
+    held = {line.name: line.value for line in parse_text(lines)}
+    assert held["sid"] == last["sid"] and held["auth"] == last["auth"]
+    before = {
+        value
+        for hit in site.log
+        for name, value in hit.cookies.items()
+        if name in ("sid", "auth") and value not in (last["sid"], last["auth"])
+    }
+    assert len(before) >= 2 * (len(runs) - 1), before
+    assert not [value for value in before for line in jar.values() if value in line]
