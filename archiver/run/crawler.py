@@ -507,7 +507,9 @@ class Crawler:
             return None
         except SessionEndedError as exc:
             # the page showed a login wall: not archived, not done; a resumed crawl (after a
-            # new login) fetches it again
+            # new login) fetches it again. What the lease wrote is not committed (the resume
+            # cuts it): it leaves the figures too
+            capturer.withdraw()
             self._stop(STATUS_INTERRUPTED, str(exc))
             log.error("session-ended", url=exc.url, lease=lease.item.url, sign=exc.sign)
             return None

@@ -130,6 +130,12 @@ def of_members(found: Found) -> Found:
     return collections.Counter({k: n for k, n in found.items() if k[0].startswith("/members")})
 
 
+def listed_pages(out: Path) -> collections.Counter[str]:
+    """The URLs of the crawl's page list (pages.jsonl, its header line left out)."""
+    lines = (out / "state" / "pages.jsonl").read_text().splitlines()
+    return collections.Counter(json.loads(line)["url"] for line in lines if '"url"' in line)
+
+
 def mode(path: Path) -> int:
     return stat.S_IMODE(path.stat().st_mode)
 
@@ -322,6 +328,15 @@ def test_a_session_that_expires_mid_crawl_stops_it_and_a_new_login_resumes_it(
     for path in site.members_paths():
         assert served[(path, 200)] == 1, (path, served)
     assert sum(n for (path, status), n in served.items() if status == 302) >= len(runs) - 1
+    # the crawl's figures across its runs count no login wall: what they say was captured is
+    # what the WARC files hold, and its pages are the members' pages, each once
+    summary = json.loads((out / "summary.json").read_text())
+    assert summary["status"] == "completed" and len(summary["runs"]) == len(runs)
+    assert summary["captures"] == sum(captured(out).values()), summary["captures"]
+    pages = len(site.members_paths()) + (EXTRAS if mode == "all" else 0)
+    assert summary["pages"] == pages, summary["pages"]
+    listed = site.members_paths() + (site.extra_paths() if mode == "all" else [])
+    assert listed_pages(out) == collections.Counter(site.url(p) for p in listed)
     report = verify.verify([out / "warcs"], index=out / "index.cdxj")
     assert report.ok, verify.render(report)
 
@@ -358,6 +373,12 @@ def test_a_login_check_url_vouches_for_every_page_where_no_rule_can_see(tmp_path
     assert all(served[(path, 200)] >= 1 for path in site.members_paths()), served
     # at most a check before each page's links are queued (one serves several), one per start
     assert checks <= 2 * len(site.members_paths()) + len(runs) + 1, checks
+    # the figures across the runs count what the WARC files kept, not the captures cut
+    summary = json.loads((out / "summary.json").read_text())
+    assert summary["status"] == "completed" and len(summary["runs"]) == len(runs) + 1
+    assert summary["captures"] == sum(captured(out).values()), summary["captures"]
+    assert summary["pages"] == len(site.members_paths()), summary["pages"]
+    assert listed_pages(out) == collections.Counter(site.url(p) for p in site.members_paths())
 
 
 @pytest.mark.parametrize(
