@@ -17,7 +17,7 @@ import sys
 import threading
 import time
 from collections import Counter
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, NoReturn
 
@@ -30,6 +30,7 @@ from archiver.commands.exits import (
     EXIT_USAGE,
     exit_code,
 )
+from archiver.commands.hangup import hangup_stops
 from archiver.commands.progress import Display
 from archiver.config.assemble import software_string
 from archiver.config.settings import Settings, load_settings, option_name, setting_fields
@@ -458,15 +459,6 @@ async def _run_with_signals(crawler: CrawlControl, display: Display) -> CrawlRes
             loop.remove_signal_handler(sig)
         if signal.SIGHUP not in watched:
             signal.signal(signal.SIGHUP, hangup)
-
-
-def hangup_stops(handler: object, environ: Mapping[str, str]) -> bool:
-    """Whether SIGHUP stops a crawl as SIGTERM does (gracefully, exit 3): a closed terminal or
-    a dropped SSH session must not kill it on the spot (SIGHUP's default action), losing the
-    summary and leaving crawl.json at "running". Not when the user detached the command:
-    ``nohup`` starts it with SIGHUP ignored, and a systemd service (``INVOCATION_ID`` set)
-    has no terminal to hang up, where a SIGHUP is at most a reload request: both are ignored."""
-    return handler != signal.SIG_IGN and "INVOCATION_ID" not in environ
 
 
 def _isatty(fd: int) -> bool:

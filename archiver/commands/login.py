@@ -10,7 +10,8 @@ page. Either way the login browser uses the crawl's settings (``--config``: the 
 which some sites bind a session to; ``--chromium``).
 
 Exit codes: 0 saved, 1 the login failed (the message names the step; the previous profile is
-kept), 2 wrong usage, 3 interrupted (Ctrl-C, SIGTERM: nothing saved).
+kept), 2 wrong usage, 3 interrupted (Ctrl-C, SIGTERM, a hang-up unless
+detached: nothing saved).
 """
 
 from __future__ import annotations
@@ -29,6 +30,7 @@ from archiver import urls
 from archiver.browser.login import LoginBrowser
 from archiver.browser.steps import Step
 from archiver.commands.exits import EXIT_INTERRUPTED, EXIT_OK
+from archiver.commands.hangup import hangup_stops
 from archiver.config.settings import Settings, load_settings, parse_duration
 from archiver.errors import LoginError, SettingsError
 from archiver.login.profile import Profile
@@ -132,7 +134,7 @@ def cmd_login(args: argparse.Namespace) -> int:
     work = _unattended(url, options, steps) if steps else _by_hand(url, options, args.port, timeout)
     profile = _run_interruptible(work)
     if profile is None:
-        sys.stderr.write("archiver login: interrupted: nothing was saved\n")
+        _say("archiver login: interrupted: nothing was saved\n")
         return EXIT_INTERRUPTED
     print(f"archiver login: profile saved in {settings.profile}: {profile.summary()}")
     return EXIT_OK
@@ -199,24 +201,45 @@ async def _by_hand(
 
 
 def _run_interruptible(work: Coroutine[Any, Any, Profile]) -> Profile | None:
-    """Run the login; None when SIGINT or SIGTERM stopped it (its browser is closed)."""
+    """Run the login; None when SIGINT, SIGTERM or a hang-up (:func:`hangup_stops`) stopped
+    it (its browser is closed, the browser's state deleted)."""
 
     async def main() -> Profile | None:
         task = asyncio.ensure_future(work)
         loop = asyncio.get_running_loop()
-        for sig in (signal.SIGINT, signal.SIGTERM):
-            loop.add_signal_handler(sig, task.cancel)
+        watched = [signal.SIGINT, signal.SIGTERM]
+        if hangup_stops(signal.getsignal(signal.SIGHUP), os.environ):
+            watched.append(signal.SIGHUP)
+        else:  # detached: a SIGHUP must not kill the login (its default action would)
+            signal.signal(signal.SIGHUP, signal.SIG_IGN)
+
+        def stop(signame: str) -> None:
+            # once: a second signal must not cut short the browser's close (bounded), which
+            # stops Chromium and deletes the session it holds on disk
+            if not task.cancelling() and not task.done():
+                _say(f"archiver login: {signame}: closing the login browser\n")
+                task.cancel()
+
+        for sig in watched:
+            loop.add_signal_handler(sig, stop, sig.name)
         try:
             return await task
         except asyncio.CancelledError:
             return None
         finally:
-            for sig in (signal.SIGINT, signal.SIGTERM):
+            for sig in watched:
                 with contextlib.suppress(Exception):
                     loop.remove_signal_handler(sig)
 
     profile: Profile | None = asyncio.run(main())
     return profile
+
+
+def _say(text: str) -> None:
+    """A word on standard error, if it is still there (a hang-up closed the terminal)."""
+    with contextlib.suppress(OSError, ValueError):
+        sys.stderr.write(text)
+        sys.stderr.flush()
 
 
 def _start_url(url: str | None) -> str | None:

@@ -4,12 +4,18 @@ the right exit code, nothing written, no value shown."""
 from __future__ import annotations
 
 import os
+import re
+import signal
 import subprocess
 import sys
+import urllib.request
 from pathlib import Path
 
 import pytest
 
+from archiver.browser.chromium import PROFILE_DIR, profile_users
+from archiver.login.session import BROWSER_DIR
+from tests.docs.shell import read_until
 from tests.support.login_site import LoginSite
 
 REPO = Path(__file__).resolve().parents[2]
@@ -143,3 +149,85 @@ def test_a_failed_login_names_its_step_and_keeps_the_previous_profile(tmp_path: 
     assert site.attempts == ["archivist", "archivist"]
     # the profile is the first login's, byte for byte; the login browser's state is gone
     assert {path.name: path.read_bytes() for path in profile.iterdir()} == before
+
+
+@pytest.mark.usefixtures("chromium_installed")
+@pytest.mark.parametrize("signames", [("SIGHUP",), ("SIGTERM",), ("SIGINT", "SIGINT")])
+def test_a_login_stopped_by_a_signal_leaves_no_browser_and_keeps_the_previous_profile(
+    tmp_path: Path, signames: tuple[str, ...]
+) -> None:
+    """A person's login over SSH: a dropped connection (SIGHUP), a stop (SIGTERM), Ctrl-C
+    pressed twice while the login page is shown: it ends as interrupted (exit 3), with its
+    browser closed and the browser's own state (the session it held) deleted (a second signal
+    does not cut that short), the profile as it was."""
+    profile = tmp_path / "profile"
+    profile.mkdir(mode=0o700)
+    (profile / "cookies.txt").write_text("# an earlier login's\n")
+    before = {path.name: path.read_bytes() for path in profile.iterdir()}
+    with LoginSite(password=SECRET).running_in_thread() as site:
+        login = subprocess.Popen(
+            [sys.executable, "-m", "archiver", "login", site.url("/login"), "--profile",
+             str(profile)],
+            cwd=REPO,
+            env={**os.environ, "DISPLAY": "", "WAYLAND_DISPLAY": ""},
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            text=True,
+        )  # fmt: skip
+        try:
+            read_until(login.stdout, r"log in at http://127\.0\.0\.1:\d+/")
+            browser_dir = profile / BROWSER_DIR
+            users = profile_users(browser_dir / PROFILE_DIR)
+            assert users, "the login browser is not running"
+            first, *then = signames
+            login.send_signal(getattr(signal, first))
+            _, said = read_until(login.stderr, f"{first}: closing the login browser")
+            for again in then:
+                login.send_signal(getattr(signal, again))
+            _, err = login.communicate(timeout=60)
+            err = said + err
+        finally:
+            if login.poll() is None:
+                login.kill()
+                login.communicate()
+    assert login.returncode == 3, err
+    assert err.strip().splitlines()[-1] == "archiver login: interrupted: nothing was saved"
+    assert "Traceback" not in err
+    assert not profile_users(browser_dir / PROFILE_DIR)
+    assert not browser_dir.exists()
+    assert {path.name: path.read_bytes() for path in profile.iterdir()} == before
+
+
+@pytest.mark.usefixtures("chromium_installed")
+def test_a_detached_login_carries_on_after_a_hang_up(tmp_path: Path) -> None:
+    """Started with SIGHUP ignored (``nohup``): a hang-up leaves the login page served."""
+    profile = tmp_path / "profile"
+    with LoginSite(password=SECRET).running_in_thread() as site:
+        login = subprocess.Popen(
+            [sys.executable, "-m", "archiver", "login", site.url("/login"), "--profile",
+             str(profile)],
+            cwd=REPO,
+            env={**os.environ, "DISPLAY": "", "WAYLAND_DISPLAY": ""},
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            text=True,
+            preexec_fn=lambda: signal.signal(signal.SIGHUP, signal.SIG_IGN),  # noqa: PLW1509
+        )  # fmt: skip
+        try:
+            line, _ = read_until(login.stdout, r"log in at http://127\.0\.0\.1:\d+/")
+            page = re.search(r"http://127\.0\.0\.1:\d+/[\w-]+/", line)
+            assert page is not None, line
+            # an ignored signal is dropped when sent: the page answering after it was sent
+            # is the login living on
+            login.send_signal(signal.SIGHUP)
+            with urllib.request.urlopen(page.group(0), timeout=30) as answer:
+                assert answer.status == 200
+            assert login.poll() is None
+            login.send_signal(signal.SIGTERM)
+            _, err = login.communicate(timeout=60)
+        finally:
+            if login.poll() is None:
+                login.kill()
+                login.communicate()
+    assert login.returncode == 3, err
+    assert not (profile / BROWSER_DIR).exists()
