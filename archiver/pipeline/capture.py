@@ -9,9 +9,10 @@ for a request made on its behalf):
    ``--exclude`` and the live ``ignores`` are checked again (a pattern given since it was
    queued, or on resume, skips it); a request made on its behalf is checked as discovery checks
    a link (the live ``ignores``, then the scope), except the leased URL itself;
-2. budgets (``--max-pages``, ``--max-bytes``), for the leased URL: a page within budget reserves
-   its place, given back when it is not captured as a page (the fetch failed, a bot challenge
-   was served, a redirect);
+2. budgets, for the leased URL: its page's media byte budget (:mod:`.mediabudget`: a
+   segment of a page that has spent it is skipped), ``--max-pages`` and ``--max-bytes``: a
+   page within budget reserves its place, given back when it is not captured as a page (the
+   fetch failed, a bot challenge was served, a redirect);
 3. robots.txt (RFC 9309), fetched and archived inside this lease when the host's copy is
    missing (:meth:`Capturer.fetch_robots`, handed to :mod:`archiver.policy.robots`); the
    sitemaps it lists are queued;
@@ -192,6 +193,8 @@ class Capturers:
         self.recall = recall
         self.recorder = Recorder(context, parts)
         self.budgets = Budgets(context)
+        #: the per-page media byte budget (--media-max-bytes), the one discovery reads
+        self.media = discovery.media
         #: captures of robots.txt (and its redirects): not what a crawl is run for
         self.robots_captures = 0
 
@@ -253,6 +256,8 @@ class Capturer:
         unwanted = self._parts.exclusions.check(item.url)
         if unwanted is not None:
             return Refused(unwanted)
+        if await shared.media.over(item):
+            return Refused(SkipReason.MEDIA_BUDGET)
         counts_as_page = not item.is_requisite and not is_sitemap(item)
         budget = shared.budgets.reserve(counts_as_page)
         if budget is not None:
@@ -370,6 +375,7 @@ class Capturer:
         with self._writing():
             written, counted = await self._shared.recorder.record(exchange, admitted.revalidation)
             self._keep(written, counted)
+            await self._shared.media.spend(admitted.request.item, exchange)
             recall = self._shared.recall
             if admitted.claim is not None and recall is not None:
                 recall.captured(admitted.request.item.url, written)

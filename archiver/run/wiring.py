@@ -35,6 +35,7 @@ from archiver.config.assemble import (
     default_output,
     fetch_config,
     frontier_config,
+    media_resolver_config,
     politeness,
     record_factory,
     robots_checker,
@@ -54,8 +55,10 @@ from archiver.frontier import Backend, open_backend
 from archiver.frontier.base import Frontier
 from archiver.frontier.config import REDIS_SCHEMES
 from archiver.index import cdxj
+from archiver.media.resolver import YtDlpResolver
 from archiver.models import CrawlItem, ResumeInfo
 from archiver.pipeline.counters import CrawlStats
+from archiver.pipeline.mediabudget import MediaBytes, MemoryMediaBytes
 from archiver.pipeline.parts import BrowserParts, Parts, RunContext
 from archiver.pipeline.pipeline import Pipeline
 from archiver.pipeline.session import SessionWatch
@@ -117,6 +120,10 @@ class Stages:
     robots_cache: RobotsCache | None = None  #: robots.txt shared by the processes of a crawl
     #: the cookie jar shared by the processes of a crawl (None: this run's state file)
     cookie_store: CookieStore | None = None
+    #: the media bytes each page took, where the backend counts them (None: in memory)
+    media_bytes: MediaBytes | None = None
+    #: yt-dlp's child processes (--media yt-dlp)
+    media_resolver: YtDlpResolver | None = None
     scope: Scope | None = None
     robots: Robots | None = None
     sitemaps: SitemapPolicy = field(default_factory=lambda: SitemapPolicy(enabled=False))
@@ -255,6 +262,7 @@ async def assemble(run: Run, stages: Stages, options: Options) -> None:
     pages = stages.pages = PageList(layout.pages)
     browser = await open_browser(run, stages)
     session = stages.session = session_watch(run, fetcher, frontier)
+    media_resolver = await open_media_resolver(run, stages)
     parts = Parts(
         frontier=frontier,
         robots=robots,
@@ -269,6 +277,8 @@ async def assemble(run: Run, stages: Stages, options: Options) -> None:
         browser=browser,
         exclusions=control.exclusions,
         session=session,
+        media_bytes=stages.media_bytes or MemoryMediaBytes(),
+        media_resolver=media_resolver,
     )
     context = RunContext(s, run.stats, log, stages.crawl_log.info_event)
     stages.pipeline = options.pipeline_class(context, parts)
@@ -306,6 +316,7 @@ async def open_frontier(run: Run, stages: Stages, injected: Backend | None) -> R
     stages.captured = backend.captured
     stages.robots_cache = backend.robots_cache
     stages.cookie_store = backend.cookies
+    stages.media_bytes = backend.media
     stages.is_last = lambda: backend.is_last
     return info
 
@@ -338,6 +349,17 @@ def session_watch(run: Run, fetcher: Fetcher, frontier: Frontier) -> SessionWatc
     ``--login-check``), or None when nothing was asked."""
     policy = session_policy(run.settings)
     return SessionWatch(policy, fetcher, frontier) if policy.active else None
+
+
+async def open_media_resolver(run: Run, stages: Stages) -> YtDlpResolver | None:
+    """yt-dlp's resolver (``--media yt-dlp``), its first child started: yt-dlp that cannot run
+    stops the crawl here, before any page is fetched. Its children never reach the network."""
+    if run.settings.media != "yt-dlp":
+        return None
+    resolver = stages.media_resolver = YtDlpResolver(media_resolver_config(run.settings))
+    version = await resolver.start()
+    stages.log.info("yt-dlp-ready", version=version, network_isolated=resolver.isolated)
+    return resolver
 
 
 def run_writer_config(run: Run) -> WriterConfig:

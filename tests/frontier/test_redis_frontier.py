@@ -404,6 +404,9 @@ async def test_late_outcome_counts_once(make: Factory) -> None:
     await late.task_done(first, DONE)
     await late.flush()
     await other.task_done(second, DONE)
+    # the late outcome alone ends the join: the second outcome is sent (and the counts read
+    # back with it) by the flush, which the assertion below is about
+    await other.flush()
     async with asyncio.timeout(WAIT):
         await other.join()
     stats = other.statistics()
@@ -730,6 +733,24 @@ async def test_digest_index_first_writer_wins(make: Factory, client: aioredis.Re
     assert await one.lookup("sha1:BBB") == Original(
         "<urn:uuid:3>", "http://a.test/b", "2024-01-03T00:00:00Z"
     )
+
+
+async def test_media_bytes_are_one_count_per_page_for_every_process(
+    make: Factory, client: aioredis.Redis
+) -> None:
+    """Two processes' frontiers add to one page's media bytes: each sees the other's."""
+    first, second = await make(), await make()
+    one, two = first.media_bytes(), second.media_bytes()
+    page = "http://a.test/watch"
+    assert await one.spent(page) == 0
+    await one.add(page, 1_000)
+    await two.add(page, 250)
+    await two.add("http://a.test/other", 7)
+    await first.flush()
+    await second.flush()
+    assert await one.spent(page) == await two.spent(page) == 1_250
+    assert await client.hget(first.prefix + "media", page) == b"1250"
+    assert await one.spent("http://a.test/other") == 7
 
 
 async def test_robots_cache_round_trip_and_ttl(make: Factory, client: aioredis.Redis) -> None:

@@ -78,6 +78,7 @@ from archiver.frontier.redis.services import (
     RedisCapturedUrls,
     RedisCookieStore,
     RedisDigestIndex,
+    RedisMediaBytes,
     RedisRobotsCache,
 )
 
@@ -89,6 +90,7 @@ __all__ = [
     "RedisFrontier",
     "RedisLedger",
     "RedisLink",
+    "RedisMediaBytes",
     "RedisPoliteness",
     "RedisQueue",
     "RedisRobotsCache",

@@ -36,15 +36,17 @@ def url_key(url: str) -> bytes:
 
 
 def item_json(item: CrawlItem) -> bytes:
-    """``[url, redirects_left, depth, hops, via, tries]``, then ``extra`` and ``found_by`` only
-    when they are set (``extra`` written when ``found_by`` is): items written before they
-    existed read back unchanged."""
+    """``[url, redirects_left, depth, hops, via, tries]``, then ``extra``, ``found_by`` and
+    ``page`` only when they are set (each written when one after it is): items written before
+    they existed read back unchanged."""
     fields: list[object] = [item.url, item.redirects_left, item.depth, item.hops, item.via]
     fields.append(item.tries)
-    if item.extra or item.found_by:
+    if item.extra or item.found_by or item.page:
         fields.append(item.extra)
-    if item.found_by:
+    if item.found_by or item.page:
         fields.append(item.found_by)
+    if item.page:
+        fields.append(item.page)
     body = json.dumps(fields, separators=(",", ":"), ensure_ascii=False)
     return body.encode("utf-8")
 
@@ -65,6 +67,7 @@ def decode_item(data: bytes) -> CrawlItem:
         tries=tries,
         extra=rest[0] if rest else 0,
         found_by=rest[1] if len(rest) > 1 else "",
+        page=rest[2] if len(rest) > 2 else "",
     )
 
 

@@ -34,8 +34,8 @@ STATES = {
 FINAL_STATE = {Outcome.DONE: DONE, Outcome.FAILED: FAILED, Outcome.SKIPPED: SKIPPED}
 
 #: Values per new URL row: url, host id, state, seq, tries, redirects_left, depth, hops, via,
-#: extra, found_by (the column list of ``url-insert``).
-URL_COLUMN_COUNT = 11
+#: extra, found_by, page (the column list of ``url-insert``).
+URL_COLUMN_COUNT = 12
 
 
 def url_row(item: CrawlItem, host_id: int, state: int, seq: int) -> tuple[Any, ...]:
@@ -52,18 +52,19 @@ def url_row(item: CrawlItem, host_id: int, state: int, seq: int) -> tuple[Any, .
         item.via,
         item.extra,
         item.found_by,
+        item.page,
     )
 
 
 def refilled_item(row: list[Any]) -> CrawlItem:
     """An item from a ``refill`` row: id, host, url, tries, redirects_left, depth, hops, via,
-    seq, extra, found_by."""
-    return CrawlItem(row[2], row[4], row[5], row[6], row[7], row[3], row[9], row[10])
+    seq, extra, found_by, page."""
+    return CrawlItem(row[2], row[4], row[5], row[6], row[7], row[3], row[9], row[10], row[11])
 
 
 def waiting_item(row: tuple[Any, ...]) -> tuple[CrawlItem, float]:
     """An item and its due time from a ``waiting`` row: url, tries, redirects_left, depth,
-    hops, via, not_before, extra, found_by."""
-    url, tries, redirects_left, depth, hops, via, not_before, extra, found_by = row
-    item = CrawlItem(url, redirects_left, depth, hops, via, tries, extra, found_by)
+    hops, via, not_before, extra, found_by, page."""
+    url, tries, redirects_left, depth, hops, via, not_before, extra, found_by, page = row
+    item = CrawlItem(url, redirects_left, depth, hops, via, tries, extra, found_by, page)
     return item, float(not_before or 0.0)

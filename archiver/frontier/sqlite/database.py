@@ -220,6 +220,8 @@ class Database:
             x(Q["add-extra-column"])
         if "found_by" not in columns:
             x(Q["add-found-by-column"])
+        if "page" not in columns:
+            x(Q["add-page-column"])
         row = x(Q["schema-version"]).fetchone()
         if row is None:
             x(Q["schema-version-set"], (str(SCHEMA_VERSION),))
@@ -440,6 +442,14 @@ class Database:
     def captured_get(self, url: str) -> str | None:
         row = self._x(Q["captured-get"], (url,)).fetchone()
         return None if row is None else str(row[0])
+
+    def media_add(self, pair: tuple[str, int]) -> None:
+        """Add media bytes captured for a page (``media_bytes``: page, bytes)."""
+        self._x(Q["media-add"], pair)
+
+    def media_get(self, page: str) -> int:
+        row = self._x(Q["media-get"], (page,)).fetchone()
+        return 0 if row is None else int(row[0])
 
     def uncommit(self, arg: tuple[str, int]) -> dict[int, dict[int, int]]:
         """Re-queue the finished URLs whose captures in the file start at or after ``offset``.

@@ -18,7 +18,8 @@ CREATE TABLE IF NOT EXISTS urls (
     status INTEGER,
     reason TEXT,
     extra INTEGER NOT NULL DEFAULT 0,  -- pages outside the scope since the last one inside
-    found_by TEXT NOT NULL DEFAULT ''  -- the extractor that found the URL
+    found_by TEXT NOT NULL DEFAULT '', -- the extractor that found the URL
+    page TEXT NOT NULL DEFAULT ''      -- a requisite's page, when it is not its via
 );
 -- the queue of each host in FIFO order: state 0 is QUEUED (codec.py)
 CREATE INDEX IF NOT EXISTS urls_queue ON urls (host, seq) WHERE state = 0;
@@ -39,4 +40,8 @@ CREATE TABLE IF NOT EXISTS digests (
 CREATE TABLE IF NOT EXISTS captured (
     url TEXT PRIMARY KEY,              -- a URL captured with GET (crawls that use a browser)
     location TEXT NOT NULL             -- its latest primary record: "WARC-FILE OFFSET LENGTH"
+) WITHOUT ROWID;
+CREATE TABLE IF NOT EXISTS media_bytes (
+    page TEXT PRIMARY KEY,             -- a page whose requisites include media
+    bytes INTEGER NOT NULL             -- the media bytes captured for it so far
 ) WITHOUT ROWID;
