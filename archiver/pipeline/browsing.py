@@ -16,7 +16,9 @@ loads; :class:`PageRequests` hands each request to the capturer of the page's le
    body; the crawl's cookie jar and ``Accept-Encoding``; the SSRF guard; a booking with the
    host's politeness gate) and recorded byte for byte by the single writer, like any capture,
    into the lease of the page (so a resume knows about it); the browser is answered with the
-   payload just received.
+   payload just received. The browser's cookie store and the jar are kept in step around it
+   (:mod:`archiver.pipeline.cookiesync`): cookies the page's scripts set go with the request,
+   and the response's cookies reach the browser from the jar, not from ``Set-Cookie``.
 
 Once the page settled and its behaviours ran, the live DOM's links go to discovery (requisites
 the browser already loaded are not queued again), the page is listed in ``pages.jsonl`` with
@@ -30,6 +32,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
@@ -43,6 +46,7 @@ from archiver.extract.decoding import ContentDecodingError, decode_content
 from archiver.extract.links import HTML_TYPES, MAX_DECODED
 from archiver.models import CrawlItem, Exchange, Hop, TaskResult, WrittenCapture
 from archiver.pipeline.capture import Admitted, Capturer, Refused, Request
+from archiver.pipeline.cookiesync import without_set_cookie
 from archiver.pipeline.counters import BrowserCounters
 from archiver.pipeline.discovery import Discovery
 from archiver.pipeline.outcomes import Outcomes
@@ -173,6 +177,8 @@ class Browsing:
             await requests.drain()
             raise
         await requests.drain()
+        if self.browser.cookies is not None:
+            await self.browser.cookies.sync()  # what the page's last scripts set
         self.counters.pages += 1
         self.counters.by_reason[why_kind(why)] += 1
         screenshot = await self._screenshot(capturer, result)
@@ -322,6 +328,9 @@ class PageRequests:
         if isinstance(admission, Recalled):
             return self._recalled(url, admission)
         with admission:
+            cookies = self.stage.browser.cookies
+            if cookies is not None:
+                await cookies.sync()  # what the page's scripts set goes with the request
             return await self._capture(request, url, admission)
 
     def _refuse(self, url: str, reason: str) -> Refusal:
@@ -338,7 +347,9 @@ class PageRequests:
         self.answered.add(url)
         self.recalled += 1
         self.stage.counters.from_records += 1
-        return BrowserResponse(stored.status, stored.headers, stored.payload, stored.reason)
+        return BrowserResponse(
+            stored.status, self._headers(stored.headers), stored.payload, stored.reason
+        )
 
     async def _capture(
         self, request: BrowserRequest, url: str, admitted: Admitted
@@ -356,10 +367,22 @@ class PageRequests:
         self.answered.add(url)
         self.fetched += 1
         self.stage.counters.fetched += 1
+        cookies = self.stage.browser.cookies
+        if cookies is not None and captured.exchange.header("Set-Cookie") is not None:
+            await cookies.sync()  # the browser holds the response's cookies before its answer
         answer = captured.answer
         if answer is None:
             return self._refuse(url, "too-large-for-the-browser")
-        return BrowserResponse(answer.status, answer.headers, answer.payload, answer.reason)
+        return BrowserResponse(
+            answer.status, self._headers(answer.headers), answer.payload, answer.reason
+        )
+
+    def _headers(self, headers: Sequence[tuple[str, str]]) -> Sequence[tuple[str, str]]:
+        """The answer's header fields; without ``Set-Cookie`` when the browser's cookies are
+        kept in step with the jar (:mod:`archiver.pipeline.cookiesync`)."""
+        if self.stage.browser.cookies is None:
+            return headers
+        return without_set_cookie(headers)
 
     async def drain(self) -> None:
         """The page is done: requests not answered yet are cancelled (nothing of them was

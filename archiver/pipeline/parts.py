@@ -29,6 +29,8 @@ from archiver.warc.writer import Writer
 if TYPE_CHECKING:
     from archiver.browser.pool import BrowserPool
     from archiver.media.resolver import YtDlpResolver
+    from archiver.pipeline.cookiesync import BrowserCookies
+    from archiver.pipeline.session import SessionWatch
     from archiver.qa.check import SharedArchive
 
 #: Fetch a URL and archive the exchange as part of the current lease (used for robots.txt).
@@ -92,6 +94,8 @@ class BrowserParts:
     references: bool = False
     #: ``--qa``: each page checked as it is captured
     checks: CheckParts | None = None
+    #: the browser's cookie store kept in step with the crawl's jar (None with --no-cookies)
+    cookies: BrowserCookies | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -126,6 +130,8 @@ class Parts:
     exclusions: Exclusions = field(default_factory=Exclusions)
     #: URL -> the request with a body to make when it is leased (``archiver patch``)
     kept_requests: Mapping[str, KeptRequest] = field(default_factory=dict)
+    #: whether the login session is still alive (--logged-out, --login-check), when asked
+    session: SessionWatch | None = None
     #: the media bytes each page's requisites took (the per-page media budget)
     media_bytes: MediaBytes = field(default_factory=MemoryMediaBytes)
     #: yt-dlp, in a crawl with ``--media yt-dlp``

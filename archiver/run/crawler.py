@@ -27,7 +27,14 @@ from typing import IO, Any, Protocol
 from archiver.config.assemble import check_browser, check_media, cookie_file, wacz_signer
 from archiver.config.settings import Settings
 from archiver.dedup.previous import PreviousCrawls
-from archiver.errors import ArchiverError, FrontierError, OutputError, StateError, WriteError
+from archiver.errors import (
+    ArchiverError,
+    FrontierError,
+    OutputError,
+    SessionEndedError,
+    StateError,
+    WriteError,
+)
 from archiver.fetch.cookiestxt import CookieLine
 from archiver.frontier import Backend
 from archiver.models import MAX_REDIRECTS, CrawlItem, FailReason, Outcome, TaskResult
@@ -249,6 +256,7 @@ class Crawler:
             await wiring.assemble(run, stages, self.options)
             self._stamp(start.status)
             assert stages.pipeline is not None
+            await stages.pipeline.verify_session()
             if self._patch is not None:
                 self._seeds_file = None  # a patch run fetches its patches, not the seeds
                 await stages.pipeline.put(list(self._patch))
@@ -509,6 +517,14 @@ class Crawler:
         except (WriteError, FrontierError) as exc:
             self._stop(STATUS_INTERRUPTED, str(exc))
             log.error("write-error", url=lease.item.url, error=str(exc))
+            return None
+        except SessionEndedError as exc:
+            # the page showed a login wall: not archived, not done; a resumed crawl (after a
+            # new login) fetches it again. What the lease wrote is not committed (the resume
+            # cuts it): it leaves the figures too
+            capturer.withdraw()
+            self._stop(STATUS_INTERRUPTED, str(exc))
+            log.error("session-ended", url=exc.url, lease=lease.item.url, sign=exc.sign)
             return None
         except Exception as exc:  # a bug in archiver: stop with a clear error, never hang
             self.stats.failure(FailReason.INTERNAL)

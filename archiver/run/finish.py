@@ -28,6 +28,7 @@ from archiver.errors import (
     FrontierError,
     FrontierUnavailableError,
     OutputError,
+    SessionEndedError,
     WriteError,
 )
 from archiver.fetch.cookies import write_private
@@ -76,13 +77,17 @@ class CrawlResult:
 
 
 def error_status(exc: ArchiverError) -> tuple[str, str]:
-    """How an error that stopped the run ends it. A full disk or a frontier failing mid-crawl
-    is resumable once fixed (interrupted); a backend that cannot be reached at all, a wrong
-    setting or a bug is a failed run."""
+    """How an error that stopped the run ends it. A full disk, a frontier failing mid-crawl or
+    an expired login session is resumable once fixed (interrupted); a backend that cannot be
+    reached at all, a wrong setting or a bug is a failed run."""
     resumable = (
-        isinstance(exc, (WriteError, FrontierError))
-        and not isinstance(exc, FrontierUnavailableError)
-    ) or type(exc) is OutputError
+        (
+            isinstance(exc, (WriteError, FrontierError))
+            and not isinstance(exc, FrontierUnavailableError)
+        )
+        or type(exc) is OutputError
+        or isinstance(exc, SessionEndedError)
+    )
     return (STATUS_INTERRUPTED if resumable else STATUS_FAILED), str(exc)
 
 
@@ -278,7 +283,10 @@ async def _close_writer(
 
 
 async def _close_stages(stages: Stages) -> None:
-    """The fetcher, the frontier, the digest indexes, the earlier crawls, the page list."""
+    """The session's check, the fetcher, the frontier, the digest indexes, the earlier crawls,
+    the page list."""
+    if stages.session is not None:
+        await stages.session.close()
     if stages.fetcher is not None:
         await stages.fetcher.close()
     if stages.frontier is not None:

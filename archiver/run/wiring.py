@@ -40,6 +40,7 @@ from archiver.config.assemble import (
     record_factory,
     robots_checker,
     scope_rules,
+    session_policy,
     sitemap_policy,
     writer_config,
 )
@@ -60,6 +61,7 @@ from archiver.pipeline.counters import CrawlStats
 from archiver.pipeline.mediabudget import MediaBytes, MemoryMediaBytes
 from archiver.pipeline.parts import BrowserParts, CheckParts, KeptRequest, Parts, RunContext
 from archiver.pipeline.pipeline import Pipeline
+from archiver.pipeline.session import SessionWatch
 from archiver.policy.ignores import Exclusions, compile_patterns
 from archiver.policy.netguard import AddressPolicy
 from archiver.policy.robots import Robots, RobotsCache
@@ -132,6 +134,7 @@ class Stages:
     browser: BrowserPool | None = None
     #: ``--qa``: what each page's check replays from (closed at the end)
     checked_archive: SharedArchive | None = None
+    session: SessionWatch | None = None  #: --logged-out, --login-check
     pipeline: Pipeline | None = None
     control: LiveControl | None = None  #: the ignores and control.toml, watched
     #: the SSRF guard's addresses (the seeds' own are allowed, batch by batch for a seeds file)
@@ -264,6 +267,7 @@ async def assemble(run: Run, stages: Stages, options: Options) -> None:
     writer.start()
     pages = stages.pages = PageList(layout.pages)
     browser = await open_browser(run, stages)
+    session = stages.session = session_watch(run, fetcher, frontier)
     media_resolver = await open_media_resolver(run, stages)
     parts = Parts(
         frontier=frontier,
@@ -279,6 +283,7 @@ async def assemble(run: Run, stages: Stages, options: Options) -> None:
         browser=browser,
         exclusions=control.exclusions,
         kept_requests=options.kept_requests,
+        session=session,
         media_bytes=stages.media_bytes or MemoryMediaBytes(),
         media_resolver=media_resolver,
     )
@@ -334,6 +339,7 @@ async def open_browser(run: Run, stages: Stages) -> BrowserParts | None:
     # imported here: a static crawl does not load the browser stage at all
     from archiver.browser.exchange import MAX_FULFILL_BODY  # noqa: PLC0415
     from archiver.browser.pool import BrowserPool  # noqa: PLC0415
+    from archiver.pipeline.cookiesync import BrowserCookies  # noqa: PLC0415
     from archiver.pipeline.recall import Recall  # noqa: PLC0415
 
     pool = stages.browser = BrowserPool(browser_config(s, run.layout.state / "browser"))
@@ -342,7 +348,17 @@ async def open_browser(run: Run, stages: Stages) -> BrowserParts | None:
         stages.captured or MemoryCapturedUrls(), run.layout.warcs, max_body=MAX_FULFILL_BODY
     )
     checks = open_checks(run, stages) if s.qa else None
-    return BrowserParts(pool, recall, s.browser, MAX_FULFILL_BODY, references=s.qa, checks=checks)
+    jar = stages.fetcher.cookies if stages.fetcher is not None else None
+    cookies = BrowserCookies(pool, jar) if jar is not None else None
+    return BrowserParts(
+        pool,
+        recall,
+        s.browser,
+        MAX_FULFILL_BODY,
+        references=s.qa,
+        checks=checks,
+        cookies=cookies,
+    )
 
 
 def open_checks(run: Run, stages: Stages) -> CheckParts:
@@ -361,6 +377,13 @@ def open_checks(run: Run, stages: Stages) -> CheckParts:
     earlier = earlier_indexes([path for path in run.settings.dedup_from if path.is_dir()])
     archive = stages.checked_archive = SharedArchive(Archive(journaled, earlier, MAX_FULFILL_BODY))
     return CheckParts(archive, root)
+
+
+def session_watch(run: Run, fetcher: Fetcher, frontier: Frontier) -> SessionWatch | None:
+    """What tells the crawl that its login session ended (``--logged-out``,
+    ``--login-check``), or None when nothing was asked."""
+    policy = session_policy(run.settings)
+    return SessionWatch(policy, fetcher, frontier) if policy.active else None
 
 
 async def open_media_resolver(run: Run, stages: Stages) -> YtDlpResolver | None:
