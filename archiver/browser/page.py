@@ -349,11 +349,8 @@ class _Tab:
                 timeout=self.command_timeout(until),
             )
 
-    async def settle(self, quiet: float, until: float) -> bool:
-        return await self.interceptor.wait_quiet(self.session, quiet, until)
-
-    def acted(self) -> None:
-        self.interceptor.activity()
+    async def settle(self, quiet: float, until: float, *, since: float | None = None) -> bool:
+        return await self.interceptor.wait_quiet(self.session, quiet, until, since=since)
 
 
 async def load_page(
@@ -492,8 +489,10 @@ async def _follow_route(tab: _Tab, route: str, until: float) -> bool:
     Whether it went quiet."""
     tab.stage = "following the route"
     await tab.evaluate(FOLLOW_ROUTE % json.dumps("#" + route), until=until)
-    tab.interceptor.activity()
-    return await tab.settle(tab.options.network_quiet, min(until, tab.now() + QUIET_TIMEOUT))
+    followed = tab.now()
+    return await tab.settle(
+        tab.options.network_quiet, min(until, followed + QUIET_TIMEOUT), since=followed
+    )
 
 
 async def _behave(tab: _Tab, until: float) -> tuple[BehaviorReport, ...]:

@@ -16,7 +16,9 @@ loads; :class:`PageRequests` hands each request to the capturer of the page's le
    body; the crawl's cookie jar and ``Accept-Encoding``; the SSRF guard; a booking with the
    host's politeness gate) and recorded byte for byte by the single writer, like any capture,
    into the lease of the page (so a resume knows about it); the browser is answered with the
-   payload just received.
+   payload just received. The browser's cookie store and the jar are kept in step around it
+   (:mod:`archiver.pipeline.cookiesync`): cookies the page's scripts set go with the request,
+   and the response's cookies reach the browser from the jar, not from ``Set-Cookie``.
 
 Once the page settled and its behaviours ran, the live DOM's links go to discovery (requisites
 the browser already loaded are not queued again), the page is listed in ``pages.jsonl`` with
@@ -30,8 +32,10 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
+from typing import TYPE_CHECKING
 
 from archiver import urls
 from archiver.browser.detect import needs_browser
@@ -50,6 +54,7 @@ from archiver.pipeline.behaviors import (
     count_behaviors,
 )
 from archiver.pipeline.capture import Admitted, Capturer, Refused, Request
+from archiver.pipeline.cookiesync import without_set_cookie
 from archiver.pipeline.counters import BrowserCounters
 from archiver.pipeline.discovery import Discovery
 from archiver.pipeline.outcomes import Outcomes
@@ -60,6 +65,13 @@ from archiver.policy.sitemaps import is_sitemap
 from archiver.qa.options import FULL_SCREENSHOT_PREFIX, TEXT_PREFIX
 from archiver.timefmt import utcnow
 from archiver.warc.records import RecordFactory
+
+if TYPE_CHECKING:
+    from archiver.pipeline.proving import Proving
+
+#: The reason logged for a page loaded in the browser on its replay's evidence (``--qa``)
+#: starts so (:mod:`archiver.pipeline.proving`).
+REPLAY_EVIDENCE = "replay evidence: "
 
 #: The reason logged for a page loaded because every page is (``--browser all``).
 ALL_PAGES = "--browser all"
@@ -108,12 +120,16 @@ class Browsing:
         if context.stats.browser is None:
             context.stats.browser = BrowserCounters()
         self.counters: BrowserCounters = context.stats.browser
+        #: ``--qa``: each page checked right after its capture
+        self.proving: Proving | None = None
+        if browser.checks is not None:
+            from archiver.pipeline.proving import Proving  # noqa: PLC0415 - only for --qa
+
+            self.proving = Proving(self, browser.checks)
 
     def wants(self, item: CrawlItem, ex: Exchange) -> str | None:
         """Why this response's page is to be loaded in the browser, or None."""
-        if item.is_requisite or is_sitemap(item) or not 200 <= ex.status < 300:
-            return None
-        if ex.content_type not in HTML_TYPES or ex.body is None:
+        if not is_page(item, ex) or ex.body is None or self.browser.mode == "off":
             return None
         if self.browser.mode == "all":
             return ALL_PAGES
@@ -123,36 +139,68 @@ class Browsing:
             return None
         return needs_browser(html, ex.content_type)
 
+    async def page_captured(
+        self, capturer: Capturer, ex: Exchange, written: WrittenCapture | None, why: str | None
+    ) -> TaskResult | None:
+        """The lease's response was just captured: loaded in the browser when ``why`` says
+        so (:meth:`load`), then, with ``--qa``, the page checked and what it lacks captured
+        (:mod:`archiver.pipeline.proving`). None when the lease's outcome is the capture's."""
+        if why is not None:
+            failed = await self.load(capturer, ex, written, why)
+            if failed is not None:
+                return failed  # retried later (then checked), or failed
+        if self.proving is not None and is_page(capturer.lease.item, ex):
+            await self.proving.prove(capturer, ex, written, why)
+        return None
+
     async def load(
-        self, capturer: Capturer, ex: Exchange, written: WrittenCapture | None, why: str
+        self,
+        capturer: Capturer,
+        ex: Exchange,
+        written: WrittenCapture | None,
+        why: str,
+        *,
+        listed: bool = False,
     ) -> TaskResult | None:
         """Load the lease's page in the browser, every request it makes captured by the
         lease's ``capturer``, and queue what its live DOM links to. None when the lease's
-        outcome is the static capture's; a retry or failure when the browser failed."""
+        outcome is the static capture's; a retry or failure when the browser failed.
+
+        ``listed``: the page was listed and its static links queued already (a page kept
+        static, sent to the browser by its replay's evidence): it is not listed again, and a
+        browser that fails leaves the static capture as the lease's outcome (logged)."""
         item = capturer.lease.item
         requests = PageRequests(self, capturer)
         try:
             result = await self.browser.pool.load(item.url, requests)
         except (BrowserError, BrowserUnavailableError) as exc:
             await requests.drain()
+            if listed:
+                self.counters.failed += 1
+                self.context.log.warning("browser-failed", url=item.url, why=why, error=str(exc))
+                return None
             return await self._failed(capturer, ex, written, exc)
         except NavigationError as exc:
             await requests.drain()
             self.context.log.warning("browser-navigation", url=item.url, error=str(exc))
-            await self.static_links(capturer, ex)
+            if not listed:
+                await self.static_links(capturer, ex)
             return None
         except BaseException:
             await requests.drain()
             raise
         await requests.drain()
+        if self.browser.cookies is not None:
+            await self.browser.cookies.sync()  # what the page's last scripts set
         self.counters.pages += 1
         self.counters.by_reason[why_kind(why)] += 1
         count_behaviors(self.counters, result)
         screenshots = await self._screenshots(capturer, result)
-        settings = self.context.settings
-        text = result.text[: settings.text_max] if settings.text else None
-        self.discovery.record_page(ex.target_uri, ex.date, result.title, text)
-        await self._text_record(capturer, text)
+        if not listed:
+            settings = self.context.settings
+            text = result.text[: settings.text_max] if settings.text else None
+            self.discovery.record_page(ex.target_uri, ex.date, result.title, text)
+            await self._text_record(capturer, text)
         await self._discover(item, result, requests)
         self._log(item, why, result, requests, screenshots)
         return None
@@ -179,6 +227,8 @@ class Browsing:
             await requests.drain()
             raise
         await requests.drain()
+        if self.browser.cookies is not None:
+            await self.browser.cookies.sync()  # what the route's scripts set
         self.counters.pages += 1
         self.counters.routes += 1
         self.counters.by_reason["route"] += 1
@@ -192,6 +242,8 @@ class Browsing:
         await self._text_record(capturer, text)
         await self._discover(item, result, requests)
         self._log(item, "route", result, requests, screenshots)
+        if self.proving is not None:  # --qa: a route is a page, checked as it is captured
+            await self.proving.prove_route(capturer, item.url, date)
         return self.outcomes.routed(item, status)
 
     async def static_links(self, capturer: Capturer, ex: Exchange) -> None:
@@ -348,6 +400,9 @@ class PageRequests:
                 self.document = (admission.response.status, admission.exchange().date)
             return self._recalled(url, admission)
         with admission:
+            cookies = self.stage.browser.cookies
+            if cookies is not None:
+                await cookies.sync()  # what the page's scripts set goes with the request
             return await self._capture(request, url, admission)
 
     def _refuse(self, url: str, reason: str) -> Refusal:
@@ -364,7 +419,9 @@ class PageRequests:
         self.answered.add(url)
         self.recalled += 1
         self.stage.counters.from_records += 1
-        return BrowserResponse(stored.status, stored.headers, stored.payload, stored.reason)
+        return BrowserResponse(
+            stored.status, self._headers(stored.headers), stored.payload, stored.reason
+        )
 
     async def _capture(
         self, request: BrowserRequest, url: str, admitted: Admitted
@@ -384,10 +441,22 @@ class PageRequests:
         if request.is_main_frame:
             self.document = (captured.exchange.status, captured.exchange.date)
         self.stage.counters.fetched += 1
+        cookies = self.stage.browser.cookies
+        if cookies is not None and captured.exchange.header("Set-Cookie") is not None:
+            await cookies.sync()  # the browser holds the response's cookies before its answer
         answer = captured.answer
         if answer is None:
             return self._refuse(url, "too-large-for-the-browser")
-        return BrowserResponse(answer.status, answer.headers, answer.payload, answer.reason)
+        return BrowserResponse(
+            answer.status, self._headers(answer.headers), answer.payload, answer.reason
+        )
+
+    def _headers(self, headers: Sequence[tuple[str, str]]) -> Sequence[tuple[str, str]]:
+        """The answer's header fields; without ``Set-Cookie`` when the browser's cookies are
+        kept in step with the jar (:mod:`archiver.pipeline.cookiesync`)."""
+        if self.stage.browser.cookies is None:
+            return headers
+        return without_set_cookie(headers)
 
     async def drain(self) -> None:
         """The page is done: requests not answered yet are cancelled (nothing of them was
@@ -408,11 +477,22 @@ def screenshot_uri(url: str, kind: str = "view") -> str:
     return urls.page_record_uri(SCREENSHOT_PREFIXES[kind], url)
 
 
+def is_page(item: CrawlItem, ex: Exchange) -> bool:
+    """Whether a response is a page (listed in ``pages.jsonl``; what the browser loads and
+    ``--qa`` checks): HTML with a 2xx status, reached as a link, not a requisite nor a
+    sitemap."""
+    if item.is_requisite or is_sitemap(item) or not 200 <= ex.status < 300:
+        return False
+    return ex.content_type in HTML_TYPES and ex.body is not None
+
+
 def why_kind(why: str) -> str:
     """The rule behind a reason to load a page in the browser, for counting (the reason itself
     names the element or the sizes measured)."""
     if why == ALL_PAGES:
         return "all"
+    if why.startswith(REPLAY_EVIDENCE):
+        return "replay evidence"
     if why.startswith("empty application root"):
         return "empty application root"
     if why.endswith("script(s)"):
@@ -440,4 +520,11 @@ def _fetch_headers(request: BrowserRequest) -> dict[str, str]:
     return {name: value for name, value in request.headers if name.lower() not in _OWN_FIELDS}
 
 
-__all__ = ["SCREENSHOT_PREFIXES", "Browsing", "PageRequests", "screenshot_uri"]
+__all__ = [
+    "REPLAY_EVIDENCE",
+    "SCREENSHOT_PREFIXES",
+    "Browsing",
+    "PageRequests",
+    "is_page",
+    "screenshot_uri",
+]

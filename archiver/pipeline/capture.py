@@ -46,10 +46,11 @@ from typing import Any
 from archiver import urls
 from archiver.dedup.captured import response_parts
 from archiver.dedup.revalidation import Revalidation
-from archiver.errors import FetchError
+from archiver.errors import FetchError, SessionEndedError
 from archiver.frontier.base import Lease
 from archiver.httphead import parse_status_line, start_line
 from archiver.models import CrawlItem, Exchange, SkipReason, TaskResult, WrittenCapture
+from archiver.pipeline.counters import Counted
 from archiver.pipeline.discovery import Discovery
 from archiver.pipeline.outcomes import Outcomes
 from archiver.pipeline.parts import Parts, RunContext
@@ -231,6 +232,8 @@ class Capturer:
         self._parts = shared.parts
         self.lease = lease
         self._captures: list[WrittenCapture] = []
+        #: what each capture added to the crawl's figures (screenshots and text add nothing)
+        self._counted: list[Counted] = []
         #: the frontier's booking of the lease's first request is still unused
         self._booked = True
         #: the leased URL, and the document of a leased hash route: admitted with the lease
@@ -266,6 +269,9 @@ class Capturer:
             shared.budgets.give_back(counts_as_page)
             return Refused(SkipReason.ROBOTS, robots_unreachable=self._robots_unreachable(item))
         request = Request(item, headers=referer_header(item))
+        kept = self._parts.kept_requests.get(item.url)
+        if kept is not None:  # a POST or PUT a replayed page made (archiver patch)
+            request = Request(item, kept.method, kept.headers(request.headers), kept.body)
         found = await self._claim(request)
         if isinstance(found, Recalled):
             self.lease_recalled = True
@@ -337,7 +343,7 @@ class Capturer:
         """Fetch and archive a robots.txt (or a hop of its redirects) in this lease. It uses
         the lease's booking, never books one: it is how the lease's first request begins."""
         exchange = await self._parts.fetcher.fetch(url)
-        self._keep(await self._shared.recorder.record(exchange))
+        self._keep(*await self._shared.recorder.record(exchange))
         self._shared.robots_captures += 1
         self._booked = False
         return exchange
@@ -347,8 +353,10 @@ class Capturer:
     async def fetch(self, admitted: Admitted) -> Exchange:
         """Book the request with its host's politeness gate and perform it; conditional when
         the leased URL has validators from an earlier crawl. Raises
-        :class:`~archiver.errors.FetchError` (a page's place in the budget is then given
-        back)."""
+        :class:`~archiver.errors.FetchError`, or :class:`~archiver.errors.SessionEndedError`
+        when the response shows that the crawl's login session ended
+        (:mod:`archiver.pipeline.session`: nothing of it is archived); a page's place in the
+        budget is then given back."""
         request = admitted.request
         headers = request.headers
         if admitted.own:
@@ -359,12 +367,15 @@ class Capturer:
                     headers = {**(headers or {}), **admitted.revalidation.headers}
         await self._book(admitted)
         try:
-            return await self._parts.fetcher.fetch(
+            exchange = await self._parts.fetcher.fetch(
                 request.item.url, headers, method=request.method, body=request.body
             )
-        except FetchError:
+            if self._parts.session is not None:
+                self._parts.session.judge(exchange)
+        except (FetchError, SessionEndedError):
             self.not_recorded(admitted)
             raise
+        return exchange
 
     async def _book(self, admitted: Admitted) -> None:
         if admitted.own and self._booked:
@@ -387,8 +398,8 @@ class Capturer:
         lease's captures and note them for recall; a request made on the lease's behalf is
         logged as captured."""
         with self._writing():
-            written = await self._shared.recorder.record(exchange, admitted.revalidation)
-            self._keep(written)
+            written, counted = await self._shared.recorder.record(exchange, admitted.revalidation)
+            self._keep(written, counted)
             await self._shared.media.spend(admitted.request.item, exchange)
             recall = self._shared.recall
             if admitted.claim is not None and recall is not None:
@@ -420,8 +431,19 @@ class Capturer:
             self._keep(written)
         return written
 
-    def _keep(self, written: WrittenCapture) -> None:
+    def _keep(self, written: WrittenCapture, counted: Counted | None = None) -> None:
         self._captures.append(written)
+        if counted is not None:
+            self._counted.append(counted)
+
+    def withdraw(self) -> None:
+        """The lease is abandoned uncommitted (the login session ended): what its captures
+        added to the crawl's figures is taken back, as the next run's resume cuts them from
+        the WARC files (:mod:`archiver.run.resume`)."""
+        stats = self._shared.context.stats
+        for counted in self._counted:
+            stats.withdraw(counted)
+        self._counted.clear()
 
     def _writing(self) -> _Writing:
         return _Writing(self.writing)

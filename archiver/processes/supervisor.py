@@ -656,6 +656,7 @@ class Supervisor:
             frontier=last.frontier,
             processes={"count": self.settings.processes, "runs": self._runs},
             version=__version__,
+            qa=finish.qa_totals(layout.root) if self.settings.qa else None,
         )
         runs = self._state.get("runs")
         if isinstance(runs, list) and runs:  # this run's own figures, for the next runs

@@ -135,6 +135,7 @@ def test_every_subcommand_has_help(capsys: pytest.CaptureFixture[str]) -> None:
         "ignore",
         "index",
         "keygen",
+        "login",
         "patch",
         "qa",
         "rebuild-frontier",

@@ -56,12 +56,11 @@ class PageControl(Protocol):
     async def press_key(self, key: str, *, until: float) -> None:
         """Press and release one key (``Escape``, ``Enter``...)."""
 
-    async def settle(self, quiet: float, until: float) -> bool:
-        """Wait for the page's network to be quiet for ``quiet`` seconds, or until ``until``."""
-
-    def acted(self) -> None:
-        """The page was just acted on (a click, a play): the next quiet period counts from
-        now, since the requests the action starts may be a moment away."""
+    async def settle(self, quiet: float, until: float, *, since: float | None = None) -> bool:
+        """Wait for the page's network to be quiet for ``quiet`` seconds, or until ``until``;
+        with ``since`` (a loop time), quiet for ``quiet`` seconds after it at least (a quiet
+        that began before an action does not say what the action set off: its requests may
+        be a moment away)."""
 
     def now(self) -> float:
         """The loop time deadlines are expressed in."""
@@ -159,10 +158,12 @@ class BehaviorOptions:
 
 
 async def after_step(page: PageControl, until: float) -> None:
-    """Let what a step started finish: the network quiet for :data:`STEP_QUIET` seconds from
-    now, waited for :data:`STEP_WAIT` seconds at most (and not past ``until``)."""
-    page.acted()
-    await page.settle(STEP_QUIET, min(until, page.now() + STEP_WAIT))
+    """Let what a step started finish: the network quiet for :data:`STEP_QUIET` seconds
+    counted from now (the step's action just done: a click's fetch or a play's request may
+    start a moment later, so an earlier quiet says nothing), waited for :data:`STEP_WAIT`
+    seconds at most (and not past ``until``)."""
+    now = page.now()
+    await page.settle(STEP_QUIET, min(until, now + STEP_WAIT), since=now)
 
 
 def _first_word(source: str) -> str:
