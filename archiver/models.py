@@ -38,6 +38,10 @@ class CrawlItem:
     ``extra`` counts the pages outside the scope on the path since the last page inside it
     (``--extra-hops``): 0 for an item in scope; a child inherits it, and the scope raises it for
     a child outside, or resets it for one inside.
+    ``seed`` names the seed whose rules judge the URL (:func:`archiver.policy.seeds.seed_key`
+    of the seed's URL; 0: the crawl's own rules): a child inherits it, and the scope gives it
+    the seed whose site it is on. Every frontier keeps it, so a resumed or shared crawl judges
+    a queued URL as the run that queued it did.
     """
 
     url: str
@@ -47,6 +51,7 @@ class CrawlItem:
     via: str | None = None
     tries: int = 0
     extra: int = 0
+    seed: int = 0
 
     @property
     def is_seed(self) -> bool:
@@ -72,9 +77,17 @@ class CrawlItem:
                 hops=self.hops + hop,
                 via=self.url,
                 extra=self.extra,
+                seed=self.seed,
             )
         depth = self.depth + 1 if hop is Hop.LINK else self.depth
-        return CrawlItem(url=url, depth=depth, hops=self.hops + hop, via=self.url, extra=self.extra)
+        return CrawlItem(
+            url=url,
+            depth=depth,
+            hops=self.hops + hop,
+            via=self.url,
+            extra=self.extra,
+            seed=self.seed,
+        )
 
     def retry(self) -> CrawlItem:
         return CrawlItem(
@@ -85,6 +98,7 @@ class CrawlItem:
             via=self.via,
             tries=self.tries + 1,
             extra=self.extra,
+            seed=self.seed,
         )
 
 
@@ -111,6 +125,7 @@ class SkipReason(enum.StrEnum):
     IGNORED = "ignored"  #: matched a line of the crawl directory's ``ignores`` file
     BUDGET = "budget"
     HOST_BUDGET = "host-budget"
+    SEED_BUDGET = "seed-budget"  #: its seed's ``max_pages`` reached (the crawl goes on)
     REDIRECT_LIMIT = "redirect-limit"
     INVALID_URL = "invalid-url"
 

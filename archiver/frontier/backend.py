@@ -11,7 +11,12 @@ from archiver.errors import FrontierError
 from archiver.frontier.base import Frontier
 from archiver.frontier.config import FrontierConfig
 from archiver.frontier.memory import MemoryFrontier
-from archiver.frontier.sqlite import SqliteCapturedUrls, SqliteDigestIndex, SqliteFrontier
+from archiver.frontier.sqlite import (
+    SqliteCapturedUrls,
+    SqliteDigestIndex,
+    SqliteFrontier,
+    SqliteSeedStore,
+)
 
 if TYPE_CHECKING:
     from archiver.frontier.redis import (
@@ -20,6 +25,7 @@ if TYPE_CHECKING:
         RedisDigestIndex,
         RedisFrontier,
         RedisRobotsCache,
+        RedisSeedStore,
     )
 
 
@@ -34,7 +40,9 @@ class Backend:
     are remembered (an :class:`archiver.dedup.captured.CapturedUrls`). ``robots_cache`` is the
     robots.txt cache that the processes of a shared crawl share (None otherwise), and
     ``cookies`` their cookie jar's storage (an :class:`archiver.fetch.cookies.CookieStore`;
-    None otherwise: the run keeps its own).
+    None otherwise: the run keeps its own). ``seeds`` keeps the rules of the seeds that have
+    their own (an :class:`archiver.policy.seeds.SeedStore`) for a resumed run and the other
+    processes; None for the memory backend (the run keeps them in memory).
     """
 
     frontier: Frontier
@@ -42,6 +50,7 @@ class Backend:
     captured: SqliteCapturedUrls | RedisCapturedUrls | None = None
     robots_cache: RedisRobotsCache | None = None
     cookies: RedisCookieStore | None = None
+    seeds: SqliteSeedStore | RedisSeedStore | None = None
     #: the frontier of a crawl shared in Redis, for :attr:`is_last`
     shared: RedisFrontier | None = None
 
@@ -64,7 +73,12 @@ def open_backend(config: FrontierConfig, *, log: Any = None) -> Backend:
         if config.state_db is None:
             raise FrontierError("the SQLite frontier needs a database path")
         sqlite = SqliteFrontier(config.state_db, gate)
-        return Backend(sqlite, digests=sqlite.digest_index(), captured=sqlite.captured_urls())
+        return Backend(
+            sqlite,
+            digests=sqlite.digest_index(),
+            captured=sqlite.captured_urls(),
+            seeds=sqlite.seed_store(),
+        )
     if not config.shared:
         raise FrontierError(f"unknown frontier backend {config.backend!r}")
     from archiver.frontier.redis import RedisFrontier  # noqa: PLC0415 - only when used
@@ -84,5 +98,6 @@ def open_backend(config: FrontierConfig, *, log: Any = None) -> Backend:
         captured=redis.captured_urls(),
         robots_cache=redis.robots_cache(),
         cookies=redis.cookie_store(),
+        seeds=redis.seed_store(),
         shared=redis,
     )

@@ -80,7 +80,11 @@ async def test_state_survives_close_and_open(tmp_path: Path) -> None:
     frontier = sqlite_frontier(db, wall_clock=lambda: wall[0])
     info = await frontier.open()
     assert (info.resumed, info.queued, info.done) == (False, 0, 0)
-    items = [item(f"/{n}", depth=n, hops="L" * n, via="http://a.example/") for n in range(8)]
+    # every field survives the disk, per-seed rules' seed and --extra-hops' count included
+    items = [
+        item(f"/{n}", depth=n, hops="L" * n, via="http://a.example/", extra=n % 2, seed=n << 40)
+        for n in range(8)
+    ]
     await frontier.put_many(items)
     done, retried, in_flight = [await frontier.get() for _ in range(3)]
     await frontier.task_done(done, DONE)
@@ -112,7 +116,7 @@ async def test_state_survives_close_and_open(tmp_path: Path) -> None:
 async def test_fifo_holds_across_window_refills(tmp_path: Path) -> None:
     frontier = sqlite_frontier(tmp_path / "f.sqlite", window=4, memory_items=6)
     await frontier.open()
-    a = [item(f"/{n}") for n in range(60)]
+    a = [item(f"/{n}", seed=n) for n in range(60)]  # refills read every column back
     b = [item(f"/{n}", host="b.example") for n in range(40)]
     for k in range(10):  # interleaved puts, like pages discovering links
         await frontier.put_many(a[k * 6 : k * 6 + 6] + b[k * 4 : k * 4 + 4])
@@ -450,16 +454,18 @@ def test_every_statement_of_the_sql_files_compiles_against_the_schema(tmp_path: 
     conn = sqlite3.connect(tmp_path / "f.sqlite")
     for statement in sql.schema_statements():
         conn.execute(statement)
-    # add-extra-column upgrades a database written before the column existed
+    # add-extra-column and add-seed-column upgrade a database written before the columns
     before = sqlite3.connect(tmp_path / "old.sqlite")
     before.execute("CREATE TABLE urls (id INTEGER PRIMARY KEY)")
     before.execute(sql.QUERIES["add-extra-column"])
-    assert [row[1] for row in before.execute("PRAGMA table_info(urls)")] == ["id", "extra"]
+    before.execute(sql.QUERIES["add-seed-column"])
+    columns = [row[1] for row in before.execute("PRAGMA table_info(urls)")]
+    assert columns == ["id", "extra", "seed"]
     before.close()
     sized = {
         "host-insert": {"rows": sql.values(2, 2)},
         "url-seen": {"marks": sql.marks(2)},
-        "url-insert": {"rows": sql.values(2, 10)},
+        "url-insert": {"rows": sql.values(2, 11)},
         "url-update": {"sets": "state = v.column2", "rows": sql.values(2, 2)},
         "capture-insert": {"rows": sql.values(2, 4)},
         "digest-insert": {"rows": sql.values(2, 4)},
@@ -469,7 +475,7 @@ def test_every_statement_of_the_sql_files_compiles_against_the_schema(tmp_path: 
     }
     assert set(sized) <= set(sql.QUERIES)
     for name, statement in sql.QUERIES.items():
-        if name == "add-extra-column":
+        if name in ("add-extra-column", "add-seed-column"):
             continue  # run above, on a table without the column
         text = sql.sized(statement, **sized.get(name, {}))
         assert "$" not in text, name

@@ -36,12 +36,16 @@ def url_key(url: str) -> bytes:
 
 
 def item_json(item: CrawlItem) -> bytes:
-    """``[url, redirects_left, depth, hops, via, tries]``, and ``extra`` after them only when it
-    is not 0 (``--extra-hops``): items written before it existed read back unchanged."""
+    """``[url, redirects_left, depth, hops, via, tries]``, then ``extra`` (``--extra-hops``)
+    and ``seed`` (per-seed rules), each only when it or one after it is not 0: items written
+    before they existed read back unchanged, and an item of the crawl's own rules costs no
+    byte more."""
     fields: list[object] = [item.url, item.redirects_left, item.depth, item.hops, item.via]
     fields.append(item.tries)
-    if item.extra:
+    if item.extra or item.seed:
         fields.append(item.extra)
+    if item.seed:
+        fields.append(item.seed)
     body = json.dumps(fields, separators=(",", ":"), ensure_ascii=False)
     return body.encode("utf-8")
 
@@ -52,7 +56,7 @@ def encode_item(item: CrawlItem, key: bytes | None = None) -> bytes:
 
 
 def decode_item(data: bytes) -> CrawlItem:
-    url, redirects_left, depth, hops, via, tries, *extra = json.loads(data[URL_KEY_BYTES:])
+    url, redirects_left, depth, hops, via, tries, *later = json.loads(data[URL_KEY_BYTES:])
     return CrawlItem(
         url=url,
         redirects_left=redirects_left,
@@ -60,7 +64,8 @@ def decode_item(data: bytes) -> CrawlItem:
         hops=hops,
         via=via,
         tries=tries,
-        extra=extra[0] if extra else 0,
+        extra=later[0] if later else 0,
+        seed=later[1] if len(later) > 1 else 0,
     )
 
 

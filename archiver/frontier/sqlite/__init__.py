@@ -52,7 +52,8 @@ the backend, its life  :mod:`.frontier` (:class:`SqliteFrontier`)  ``frontier.py
 the queue              :mod:`.queue`                               ``queue.py``
 host politeness        :mod:`archiver.frontier.local` (in-process) ``politeness.py``
 the capture ledger     :mod:`.ledger`                              ``ledger.py``
-what else it stores    :mod:`.services` (digests, captured URLs)   ``services.py``
+what else it stores    :mod:`.services` (digests, captured URLs,   ``services.py``
+                       seeds' rules)
 items as stored        :mod:`.codec` (rows, states)                ``codec.py``
 the scripts            ``scripts/*.sql``, read by :mod:`.sql`      ``scripts/*.lua``, ``lua.py``
 the way to the store   :mod:`.store` (a thread, group commit),     ``pump.py`` (round trips),
@@ -67,7 +68,11 @@ from archiver.frontier.sqlite.frontier import SqliteFrontier
 from archiver.frontier.sqlite.ledger import SqliteLedger
 from archiver.frontier.sqlite.ops import StoreStats
 from archiver.frontier.sqlite.queue import SqliteQueue
-from archiver.frontier.sqlite.services import SqliteCapturedUrls, SqliteDigestIndex
+from archiver.frontier.sqlite.services import (
+    SqliteCapturedUrls,
+    SqliteDigestIndex,
+    SqliteSeedStore,
+)
 
 __all__ = [
     "Bloom",
@@ -76,5 +81,6 @@ __all__ = [
     "SqliteFrontier",
     "SqliteLedger",
     "SqliteQueue",
+    "SqliteSeedStore",
     "StoreStats",
 ]

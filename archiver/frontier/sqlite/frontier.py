@@ -21,7 +21,11 @@ from archiver.frontier.sqlite.database import OpenState
 from archiver.frontier.sqlite.ledger import SqliteLedger
 from archiver.frontier.sqlite.ops import StoreStats
 from archiver.frontier.sqlite.queue import MEMORY_ITEMS, RECENT_URLS, WINDOW, SqliteQueue
-from archiver.frontier.sqlite.services import SqliteCapturedUrls, SqliteDigestIndex
+from archiver.frontier.sqlite.services import (
+    SqliteCapturedUrls,
+    SqliteDigestIndex,
+    SqliteSeedStore,
+)
 from archiver.frontier.sqlite.store import COMMIT_INTERVAL, Store
 from archiver.models import ResumeInfo
 from archiver.policy.politeness import HostGate
@@ -67,6 +71,7 @@ class SqliteFrontier(SqliteQueue):
         self.ledger = SqliteLedger(store, self)
         self._digests = SqliteDigestIndex(store)
         self._captured = SqliteCapturedUrls(store)
+        self._seeds = SqliteSeedStore(store)
         self._opened = False
         self.open_seconds = 0.0
 
@@ -127,3 +132,7 @@ class SqliteFrontier(SqliteQueue):
     def captured_urls(self) -> SqliteCapturedUrls:
         """The URLs the crawl captured, in this frontier's database (valid once it is open)."""
         return self._captured
+
+    def seed_store(self) -> SqliteSeedStore:
+        """The rules of the seeds that have their own, in this frontier's database."""
+        return self._seeds

@@ -8,6 +8,10 @@
 -- a database written before --extra-hops: every item is 0
 ALTER TABLE urls ADD COLUMN extra INTEGER NOT NULL DEFAULT 0
 
+-- name: add-seed-column
+-- a database written before per-seed rules: every item is judged by the crawl's own (0)
+ALTER TABLE urls ADD COLUMN seed INTEGER NOT NULL DEFAULT 0
+
 -- name: schema-version
 SELECT value FROM meta WHERE key = 'schema'
 
@@ -32,7 +36,7 @@ SELECT max(seq) FROM urls
 
 -- name: waiting
 -- the columns of codec.waiting_item
-SELECT url, tries, redirects_left, depth, hops, via, not_before, extra FROM urls
+SELECT url, tries, redirects_left, depth, hops, via, not_before, extra, seed FROM urls
 WHERE state = $WAITING ORDER BY seq
 
 -- name: seen-urls
@@ -56,7 +60,7 @@ SELECT json_group_array(url) FROM urls WHERE url IN ($marks)
 
 -- name: url-insert
 -- the columns of codec.url_row
-INSERT INTO urls (url, host, state, seq, tries, redirects_left, depth, hops, via, extra)
+INSERT INTO urls (url, host, state, seq, tries, redirects_left, depth, hops, via, extra, seed)
 SELECT * FROM (VALUES $rows) WHERE column1 IS NOT NULL
 
 -- name: url-update
@@ -86,12 +90,12 @@ WHERE digest IN ($marks)
 -- name: refill-part
 -- one host's oldest queued URLs (the columns of codec.refilled_item); "refill" joins one part
 -- per host with UNION ALL
-SELECT * FROM (SELECT id, host, url, tries, redirects_left, depth, hops, via, seq, extra
+SELECT * FROM (SELECT id, host, url, tries, redirects_left, depth, hops, via, seq, extra, seed
 FROM urls WHERE host = ? AND state = $QUEUED ORDER BY seq LIMIT ?)
 
 -- name: refill
 SELECT json_group_array(json_array(id, host, url, tries, redirects_left, depth, hops, via, seq,
-extra)) FROM ($parts)
+extra, seed)) FROM ($parts)
 
 -- name: windowed
 UPDATE urls SET state = $WINDOWED WHERE id IN ($marks)
@@ -104,6 +108,14 @@ INSERT OR REPLACE INTO captured (url, location) VALUES (?, ?)
 
 -- name: captured-get
 SELECT location FROM captured WHERE url = ?
+
+-- name: seeds-add
+-- one row per seed (executemany: seeds are few, and kept once per run)
+INSERT OR REPLACE INTO seeds (key, spec) VALUES (?, ?)
+
+-- name: seeds-get
+SELECT json_group_array(json_array(key, spec)) FROM seeds
+WHERE key IN (SELECT value FROM json_each(?))
 
 -- name: uncommit-urls
 SELECT DISTINCT url FROM captures WHERE file = ? AND start >= ?

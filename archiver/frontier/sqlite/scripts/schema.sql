@@ -17,7 +17,8 @@ CREATE TABLE IF NOT EXISTS urls (
     not_before REAL,                   -- WAITING: wall-clock time the retry is due
     status INTEGER,
     reason TEXT,
-    extra INTEGER NOT NULL DEFAULT 0   -- pages outside the scope since the last one inside
+    extra INTEGER NOT NULL DEFAULT 0,  -- pages outside the scope since the last one inside
+    seed INTEGER NOT NULL DEFAULT 0    -- the seed whose rules judge it (0: the crawl's own)
 );
 -- the queue of each host in FIFO order: state 0 is QUEUED (codec.py)
 CREATE INDEX IF NOT EXISTS urls_queue ON urls (host, seq) WHERE state = 0;
@@ -39,3 +40,7 @@ CREATE TABLE IF NOT EXISTS captured (
     url TEXT PRIMARY KEY,              -- a URL captured with GET (crawls that use a browser)
     location TEXT NOT NULL             -- its latest primary record: "WARC-FILE OFFSET LENGTH"
 ) WITHOUT ROWID;
+CREATE TABLE IF NOT EXISTS seeds (
+    key INTEGER PRIMARY KEY,           -- archiver.policy.seeds.seed_key of the seed's URL
+    spec TEXT NOT NULL                 -- its table of rules, as given (JSON)
+);
