@@ -17,6 +17,7 @@ from collections.abc import Iterable
 from pathlib import Path
 
 from archiver import urls
+from archiver.config.seeds import crawl_seeds, wants_browser
 from archiver.config.settings import Settings, read_lines_file
 from archiver.errors import SettingsError, SigningError
 from archiver.fetch.cookiestxt import CookieFileError, CookieLine, parse_text
@@ -26,6 +27,7 @@ from archiver.frontier.config import FrontierConfig
 from archiver.policy.credentials import credential_scope
 from archiver.policy.netguard import AddressPolicy
 from archiver.policy.scope import ScopeRules, seeds_in_order
+from archiver.policy.seeds import Seed
 from archiver.policy.sitemaps import SitemapPolicy
 from archiver.sign.keys import load_signing_key
 from archiver.sign.signer import KeySigner, RemoteSigner, Signer
@@ -45,19 +47,9 @@ def default_output(seeds: Iterable[str]) -> Path:
 
 
 def seed_list(settings: Settings) -> tuple[str, ...]:
-    """The seed URLs (arguments and --seeds-file), normalised, first occurrence kept."""
-    raw = list(settings.seeds)
-    if settings.seeds_file is not None:
-        raw += read_lines_file(settings.seeds_file, "--seeds-file")
-    seeds = []
-    for seed in raw:
-        try:
-            seeds.append(urls.normalize_url(seed if "://" in seed else "http://" + seed))
-        except urls.InvalidURLError as exc:
-            raise SettingsError("seeds", f"{seed!r} is not an http(s) URL: {exc}") from None
-    if not seeds:
-        raise SettingsError("seeds", "give at least one seed URL (or --seeds-file)")
-    return seeds_in_order(seeds)
+    """The seed URLs (``[[seed]]`` tables, arguments, --seeds-file), normalised, first
+    occurrence kept (:func:`archiver.config.seeds.crawl_seeds` has them with their rules)."""
+    return tuple(seed.url for seed in crawl_seeds(settings))
 
 
 def scope_rules(s: Settings, seeds: tuple[str, ...]) -> ScopeRules:
@@ -128,10 +120,10 @@ async def address_policy(s: Settings, seeds: tuple[str, ...]) -> AddressPolicy:
     return policy
 
 
-def check_browser(s: Settings) -> None:
-    """With ``--browser all|auto``, Chromium must be there: a usage error (one line saying
-    how to install it) before anything is written."""
-    if s.browser == "off":
+def check_browser(s: Settings, seeds: Iterable[Seed] = ()) -> None:
+    """With ``--browser all|auto`` (or a seed's ``browser``), Chromium must be there: a usage
+    error (one line saying how to install it) before anything is written."""
+    if not wants_browser(s, seeds):
         return
     # imported here: a static crawl does not load the browser stage at all
     from archiver.browser.chromium import find_chromium  # noqa: PLC0415

@@ -401,6 +401,79 @@ def parse_processes(value: Any, option: str = "") -> int:
     return count
 
 
+# -- seeds with rules of their own ------------------------------------------------------------
+
+#: The settings a seed may give for itself (``[[seed]]`` tables, JSON lines of a seeds file),
+#: each parsed as the setting of that name; what a seed leaves out is the crawl's.
+SEED_KEYS = (
+    "scope",
+    "include",
+    "exclude",
+    "max_depth",
+    "extra_hops",
+    "max_pages",
+    "per_host_delay",
+    "browser",
+)
+
+
+@dataclass(frozen=True, slots=True)
+class SeedEntry:
+    """One seed with rules of its own: its URL as given (checked) and the settings it gives,
+    parsed, in :data:`SEED_KEYS` order (:mod:`archiver.policy.seeds` applies them)."""
+
+    url: str
+    own: tuple[tuple[str, Any], ...] = ()
+
+    def to_json(self) -> dict[str, Any]:
+        """The table as a config file or a seeds file's line writes it."""
+        out: dict[str, Any] = {"url": self.url}
+        for key, value in self.own:
+            out[key] = list(value) if isinstance(value, tuple) else value
+        return out
+
+
+def parse_seed_entry(table: Any, where: str) -> SeedEntry:
+    """A seed's table: ``url`` and any of :data:`SEED_KEYS`, each checked as its setting is.
+    ``where`` names it in errors (``[[seed]] 2``, ``--seeds-file line 7``)."""
+    if not isinstance(table, dict):
+        raise SettingsError(where, f"expected a table with url = ..., got {table!r}")
+    unknown = sorted(set(table) - {"url", *SEED_KEYS})
+    if unknown:
+        raise SettingsError(
+            where,
+            f"unknown key {unknown[0]!r} (a seed may set url, {', '.join(SEED_KEYS)})",
+        )
+    url = table.get("url")
+    if not isinstance(url, str) or not url.strip():
+        raise SettingsError(where, 'needs url = "http(s)://..."')
+    try:
+        normalize_url(url if "://" in url else "http://" + url)
+    except InvalidURLError as exc:
+        raise SettingsError(where, f"{url!r} is not an http(s) URL: {exc}") from None
+    fields = _field_map()
+    own = tuple(
+        (key, fields[key].metadata["parse"](table[key], f"{where} {key}"))
+        for key in SEED_KEYS
+        if key in table
+    )
+    return SeedEntry(url.strip(), own)
+
+
+def parse_seed_tables(value: Any, option: str = "") -> tuple[SeedEntry, ...]:
+    """``[[seed]]`` tables (a TOML array of tables), each a :class:`SeedEntry`."""
+    if value in (None, ()):
+        return ()
+    if isinstance(value, dict):
+        raise SettingsError(option, "write [[seed]] (one table per seed), not [seed]")
+    if not isinstance(value, list | tuple):
+        raise _fail(option, "[[seed]] tables, each with url = ...", value)
+    return tuple(
+        entry if isinstance(entry, SeedEntry) else parse_seed_entry(entry, f"{option} {n}")
+        for n, entry in enumerate(value, 1)
+    )
+
+
 # -- declarations ------------------------------------------------------------------------------
 
 
@@ -453,6 +526,16 @@ class Settings:
         "File with one seed URL per line (# comments allowed).",
         parse_optional_path,
         metavar="FILE",
+    )
+    seed: tuple[SeedEntry, ...] = setting(
+        (),
+        "seed",
+        "Seeds with rules of their own: a [[seed]] table each, with url and any of "
+        + ", ".join(SEED_KEYS)
+        + " (the crawl's value where it gives none). A URL is judged by the rules of the seed "
+        "whose site it is on (the most specific site when several are).",
+        parse_seed_tables,
+        cli=False,
     )
     output: Path | None = setting(
         None,
@@ -1151,6 +1234,8 @@ class Settings:
                 value = redact_headers(value)
             elif f.name == "seeds":
                 value = [redact_url(seed) for seed in value]
+            elif f.name == "seed":
+                value = [{**e.to_json(), "url": redact_url(e.url)} for e in value]
             elif f.name in ("frontier", "wacz_sign") and value is not None:
                 value = redact_url(value)
             elif f.name == "proxy" and value is not None:
@@ -1170,6 +1255,8 @@ class Settings:
 
 
 SECTIONS = ("crawl", "scope", "politeness", "fetch", "browser", "warc", "dedup", "output")
+#: The config file's array of tables of seeds with rules of their own (``[[seed]]``).
+SEED_SECTION = "seed"
 
 
 def setting_fields() -> list[dataclasses.Field[Any]]:
@@ -1189,6 +1276,8 @@ def parse_value(name: str, value: Any, *, source: str = "cli") -> Any:
     """Convert one raw value for setting ``name``, naming the option in any error."""
     f = _field_map()[name]
     label = option_name(f) if source == "cli" else f"[{f.metadata['section']}] {name}"
+    if f.metadata["section"] == SEED_SECTION:
+        label = "[[seed]]"
     return f.metadata["parse"](value, label)
 
 
@@ -1204,9 +1293,14 @@ def read_config(path: Path) -> dict[str, Any]:
     fields = _field_map()
     values: dict[str, Any] = {}
     for section, table in data.items():
+        if section == SEED_SECTION:  # [[seed]]: an array of tables, one per seed
+            values["seed"] = parse_value("seed", table, source="config")
+            continue
         if section not in SECTIONS or not isinstance(table, dict):
             raise SettingsError(
-                "--config", f"{path}: unknown section [{section}] (known: {', '.join(SECTIONS)})"
+                "--config",
+                f"{path}: unknown section [{section}] (known: {', '.join(SECTIONS)}, "
+                "and [[seed]] tables)",
             )
         for key, value in table.items():
             f = fields.get(key)
@@ -1300,7 +1394,8 @@ def default_config_text() -> str:
     ]
     by_section: dict[str, list[dataclasses.Field[Any]]] = {s: [] for s in SECTIONS}
     for f in dataclasses.fields(Settings):
-        by_section[f.metadata["section"]].append(f)
+        if f.metadata["section"] in by_section:
+            by_section[f.metadata["section"]].append(f)
     for section in SECTIONS:
         lines.append("")
         lines.append(f"[{section}]")
@@ -1316,7 +1411,31 @@ def default_config_text() -> str:
             if default is None:
                 default = 0 if re.search(r"\b(int|float)\b", str(f.type)) else ""
             lines.append(f"# {f.name} = {toml_value(default)}")
+    intro, _, example = SEED_EXAMPLE.partition("\n\n")
+    lines += ["", *(f"# {line}" for line in intro.splitlines()), "#"]
+    lines += [f"#   {line}" if line else "#" for line in example.splitlines()]
     return "\n".join(lines) + "\n"
+
+
+#: The commented example of ``[[seed]]`` tables at the end of ``config/default.toml``.
+SEED_EXAMPLE = """[[seed]]: a seed with rules of its own, one table per seed (config only). A
+seed may set url and any of: scope, include, exclude, max_depth, extra_hops, max_pages,
+per_host_delay, browser; what it leaves out is the crawl's. A URL is judged by the rules of the
+seed whose site it is on (the most specific site, when it is on several). The seeds of [crawl]
+seeds, of the command line and of --seeds-file use the crawl's rules (a seeds file's line may
+be a JSON object with the same keys).
+
+[[seed]]
+url = "https://blog.example.org/"
+max_depth = 3
+exclude = ['/tag/', '/page/\\d+']
+
+[[seed]]
+url = "https://example.org/docs/"
+scope = "prefix"
+max_pages = 500
+per_host_delay = "2s"
+"""
 
 
 def _wrap(text: str, width: int) -> Iterable[str]:

@@ -94,13 +94,15 @@ class Browsing:
             context.stats.browser = BrowserCounters()
         self.counters: BrowserCounters = context.stats.browser
 
-    def wants(self, item: CrawlItem, ex: Exchange) -> str | None:
-        """Why this response's page is to be loaded in the browser, or None."""
-        if item.is_requisite or is_sitemap(item) or not 200 <= ex.status < 300:
+    def wants(self, item: CrawlItem, ex: Exchange, mode: str) -> str | None:
+        """Why this response's page is to be loaded in the browser, or None; ``mode`` is the
+        browser mode of the item's seed (``off``, ``all``, ``auto``: ``--browser`` unless the
+        seed gives its own)."""
+        if mode == "off" or item.is_requisite or is_sitemap(item):
             return None
-        if ex.content_type not in HTML_TYPES or ex.body is None:
+        if not 200 <= ex.status < 300 or ex.content_type not in HTML_TYPES or ex.body is None:
             return None
-        if self.browser.mode == "all":
+        if mode == "all":
             return ALL_PAGES
         try:
             html = decode_content(ex.body, ex.header("Content-Encoding"), limit=MAX_DECODED)

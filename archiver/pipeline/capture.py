@@ -6,12 +6,14 @@ Admission, in order (:meth:`Capturer.admit_lease` for the leased URL, :meth:`Cap
 for a request made on its behalf):
 
 1. exclusions and scope. The leased URL passed the scope when it was queued, so only
-   ``--exclude`` and the live ``ignores`` are checked again (a pattern given since it was
-   queued, or on resume, skips it); a request made on its behalf is checked as discovery checks
+   ``--exclude``, the live ``ignores`` and its seed's ``exclude`` are checked again (a pattern
+   given since it was queued, or on resume, skips it; the seed's rules are learned first:
+   :mod:`archiver.pipeline.seeds`); a request made on its behalf is checked as discovery checks
    a link (the live ``ignores``, then the scope), except the leased URL itself;
-2. budgets (``--max-pages``, ``--max-bytes``), for the leased URL: a page within budget reserves
-   its place, given back when it is not captured as a page (the fetch failed, a bot challenge
-   was served, a redirect);
+2. budgets (``--max-pages``, ``--max-bytes``, its seed's ``max_pages``), for the leased URL: a
+   page within budget reserves its place, given back when it is not captured as a page (the
+   fetch failed, a bot challenge was served, a redirect); a seed past its budget has its pages
+   skipped, the crawl goes on;
 3. robots.txt (RFC 9309), fetched and archived inside this lease when the host's copy is
    missing (:meth:`Capturer.fetch_robots`, handed to :mod:`archiver.policy.robots`); the
    sitemaps it lists are queued;
@@ -54,6 +56,7 @@ from archiver.pipeline.outcomes import Outcomes
 from archiver.pipeline.parts import Parts, RunContext
 from archiver.pipeline.recall import RECALLED_METHODS, Claim, Recall, Recalled
 from archiver.pipeline.recording import Recorder
+from archiver.pipeline.seeds import SeedRuns
 from archiver.policy.sitemaps import is_sitemap
 from archiver.warc.records import PendingCapture
 
@@ -187,6 +190,8 @@ class Capturers:
         self.recall = recall
         self.recorder = Recorder(context, parts)
         self.budgets = Budgets(context)
+        #: the rules of each lease's seed, its page budget, its hosts' spacing
+        self.seeds: SeedRuns = discovery.seeds
         #: captures of robots.txt (and its redirects): not what a crawl is run for
         self.robots_captures = 0
 
@@ -223,6 +228,8 @@ class Capturer:
         self._shared = shared
         self._parts = shared.parts
         self.lease = lease
+        #: the rules of the seed that judges the leased URL (known once it is admitted)
+        self.rules = shared.seeds.table.default
         self._captures: list[WrittenCapture] = []
         #: the frontier's booking of the lease's first request is still unused
         self._booked = True
@@ -239,18 +246,25 @@ class Capturer:
     # -- admission ----------------------------------------------------------------------
 
     async def admit_lease(self) -> Admission:
-        """The leased URL: exclusions again, budgets, robots.txt, the claim."""
+        """The leased URL: its seed's rules learned, exclusions again (the crawl's, the
+        ignores, its seed's), budgets (the crawl's, its seed's), robots.txt, the claim."""
         shared, item = self._shared, self.lease.item
+        self.rules = await shared.seeds.rules(item, self.lease.host)
         unwanted = self._parts.exclusions.check(item.url)
         if unwanted is not None:
             return Refused(unwanted)
+        if self._parts.scope.seed_excluded(item):
+            return Refused(SkipReason.EXCLUDED)
         counts_as_page = not item.is_requisite and not is_sitemap(item)
         budget = shared.budgets.reserve(counts_as_page)
         if budget is not None:
             shared.budgets.limit = budget
             return Refused(SkipReason.BUDGET)
-        if not await self._robots_allow(item):
+        if counts_as_page and not shared.seeds.reserve_page(item.seed, self.rules):
             shared.budgets.give_back(counts_as_page)
+            return Refused(SkipReason.SEED_BUDGET)
+        if not await self._robots_allow(item):
+            self._give_back_page(counts_as_page)
             return Refused(SkipReason.ROBOTS)
         request = Request(item, headers=referer_header(item))
         found = await self._claim(request)
@@ -337,9 +351,14 @@ class Capturer:
 
     def not_recorded(self, admitted: Admitted) -> None:
         """The request's exchange is not archived (the fetch failed, a bot challenge): a page
-        gives back its place in the budget."""
+        gives back its place in the budgets."""
         if admitted.own:
-            self._shared.budgets.give_back(admitted.counts_as_page)
+            self._give_back_page(admitted.counts_as_page)
+
+    def _give_back_page(self, counts_as_page: bool) -> None:
+        self._shared.budgets.give_back(counts_as_page)
+        if counts_as_page:
+            self._shared.seeds.give_back_page(self.lease.item.seed, self.rules)
 
     async def record(self, admitted: Admitted, exchange: Exchange) -> WrittenCapture:
         """Write the exchange's records (a revisit when the payload was stored before, a
@@ -381,6 +400,7 @@ class Capturer:
 
     def _keep(self, written: WrittenCapture) -> None:
         self._captures.append(written)
+        self._shared.context.stats.seed(self.lease.item.seed).captures += 1
 
     def _writing(self) -> _Writing:
         return _Writing(self.writing)

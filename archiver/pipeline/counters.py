@@ -16,6 +16,9 @@ from dataclasses import dataclass, field
 MAX_TABLE = 10_000
 MAX_SERIES = 86_400 * 2
 LARGEST_KEPT = 25
+#: Seeds counted each on its own; the seeds past them share one row (:data:`OTHER_SEEDS`).
+MAX_SEEDS = 10_000
+OTHER_SEEDS = -1
 
 
 def status_class(status: int | None) -> str:
@@ -40,6 +43,17 @@ class BrowserCounters:
 
 
 @dataclass(slots=True)
+class SeedCounts:
+    """What the URLs judged by one seed's rules came to (:mod:`archiver.policy.seeds`)."""
+
+    pages: int = 0  #: its URLs captured as pages (HTML, 2xx)
+    captures: int = 0  #: captures its leases wrote (robots.txt and a browser's included)
+    done: int = 0
+    failed: int = 0
+    skipped: int = 0
+
+
+@dataclass(slots=True)
 class CrawlStats:
     started: float = field(default_factory=time.time)
     started_monotonic: float = field(default_factory=time.monotonic)
@@ -60,7 +74,20 @@ class CrawlStats:
     per_second: Counter[int] = field(default_factory=Counter)
     #: set when the crawl uses a browser
     browser: BrowserCounters | None = None
+    #: per seed (its key; 0: the crawl's own rules), the first :data:`MAX_SEEDS` seeds
+    by_seed: dict[int, SeedCounts] = field(default_factory=dict)
     _largest: list[tuple[int, str, str]] = field(default_factory=list)
+
+    def seed(self, key: int) -> SeedCounts:
+        """The counts of the seed ``key`` (past :data:`MAX_SEEDS` seeds, those of the rest)."""
+        counts = self.by_seed.get(key)
+        if counts is None:
+            if len(self.by_seed) >= MAX_SEEDS:
+                key = OTHER_SEEDS
+                counts = self.by_seed.get(key)
+            if counts is None:
+                counts = self.by_seed[key] = SeedCounts()
+        return counts
 
     def _bump(self, table: Counter[str], key: str) -> None:
         if key in table or len(table) < MAX_TABLE:

@@ -20,6 +20,7 @@ from archiver.extract.text import page_text
 from archiver.models import CrawlItem, Exchange, Hop, SkipReason
 from archiver.pipeline.outcomes import Outcomes
 from archiver.pipeline.parts import Parts, RunContext
+from archiver.pipeline.seeds import SeedRuns
 from archiver.policy.sitemaps import is_sitemap
 
 #: URLs remembered as recently queued or rejected (each set is cleared when it grows past this)
@@ -30,7 +31,9 @@ class Discovery:
     """Queues what responses lead to; remembers recent outcomes so that the navigation links
     repeated on every page cost a set lookup, not a scope check and a frontier call."""
 
-    def __init__(self, context: RunContext, parts: Parts, outcomes: Outcomes) -> None:
+    def __init__(
+        self, context: RunContext, parts: Parts, outcomes: Outcomes, seeds: SeedRuns
+    ) -> None:
         self._settings = context.settings
         self._stats = context.stats
         self._log = context.log
@@ -39,13 +42,15 @@ class Discovery:
         self._sitemaps = parts.sitemaps
         self._pages = parts.pages
         self._outcomes = outcomes
-        #: URLs recently queued, and (URL, hop) recently rejected by scope: repeats skip work
+        #: the per-seed part of admission (a seed's hosts spaced as its URLs are queued)
+        self.seeds = seeds
+        #: URLs recently queued, and (URL, hop, seed) recently rejected by scope: repeats skip
+        #: work (the seed too: a URL on no seed's site is judged by the rules of the seed of
+        #: the page that led to it, which another seed's may not share)
         self._recent_queued: set[str] = set()
-        self._recent_rejected: set[tuple[str, str]] = set()
+        self._recent_rejected: set[tuple[str, str, int]] = set()
         self._exclusions = parts.exclusions
         self._uncached = {SkipReason.DEPTH, SkipReason.HOST_BUDGET}
-        if parts.scope.rules.extra_hops:
-            self._uncached.add(SkipReason.SCOPE)
         self._ignores_version = parts.exclusions.version
 
     async def discover(
@@ -113,17 +118,17 @@ class Discovery:
         if list_page and ex.content_type in HTML_TYPES and not item.is_requisite:
             text = self._text(item, ex)
             self.record_page(ex.target_uri, ex.date, found.title, text)
-        queued, rejected = self._recent_queued, self._recent_rejected
+        queued, rejected, seed = self._recent_queued, self._recent_rejected, item.seed
         children = [
             item.child(url, Hop.LINK)
             for url in found.pages
-            if url not in queued and (url, Hop.LINK) not in rejected
+            if url not in queued and (url, Hop.LINK, seed) not in rejected
         ]
         if requisites:
             children += [
                 item.child(url, Hop.EMBED)
                 for url in found.requisites
-                if url not in queued and (url, Hop.EMBED) not in rejected
+                if url not in queued and (url, Hop.EMBED, seed) not in rejected
             ]
         return children, text
 
@@ -166,6 +171,19 @@ class Discovery:
         if self._pages is not None:
             self._pages.add(url, date, title, text)
 
+    def _verdict(self, found: CrawlItem) -> tuple[SkipReason | None, CrawlItem]:
+        """The live ignores, then the scope; an accepted item is counted against the budgets
+        at once (the next link sees them), and its host spaced by its seed's delay."""
+        if self._exclusions.ignored(found.url):
+            return SkipReason.IGNORED, found
+        reason, child = self._scope.admit(found)
+        if reason is None:
+            self._scope.accepted(child)
+            rules = self._scope.table.rules(child.seed)
+            if rules.per_host_delay is not None:  # its seed's delay, before it is leased
+                self.seeds.space(urls.host_port(child.url), rules)
+        return reason, child
+
     async def put(self, items: list[CrawlItem]) -> None:
         """Scope-check discovered items and queue the accepted ones (the frontier drops the
         ones it has seen). Remembers recent outcomes so the navigation links repeated on every
@@ -176,22 +194,21 @@ class Discovery:
         if exclusions.version != self._ignores_version:  # the ignores changed: verdicts too
             self._ignores_version = exclusions.version
             rejected.clear()
+        uncached = self._uncached
+        if self._scope.extra_hops:  # whether a page is near enough depends on its path
+            uncached = uncached | {SkipReason.SCOPE}
         for found in items:
-            if exclusions.ignored(found.url):
-                reason: SkipReason | None = SkipReason.IGNORED
-                child = found
-            else:
-                reason, child = self._scope.admit(found)
+            reason, child = self._verdict(found)
             if reason is None:
-                self._scope.accepted(child)  # counted at once: the next link sees the budget
                 accepted.append(child)
                 continue
             self._stats.skip(reason)
             self._outcomes.skip_log(child.via, child.url, reason)
-            if reason not in self._uncached:
+            if reason not in uncached:
                 # depth and budgets can change for the same URL found elsewhere (and, with
                 # --extra-hops, whether it is near enough to the scope): not cached
-                rejected.add((child.url, Hop.EMBED if child.is_requisite else Hop.LINK))
+                hop = Hop.EMBED if child.is_requisite else Hop.LINK
+                rejected.add((child.url, hop, found.seed))
         if accepted:
             new = {item.url for item in await self._frontier.put_many(accepted)}
             for child in accepted:

@@ -14,6 +14,7 @@ from typing import Any
 
 from archiver import urls
 from archiver.errors import BlockedAddressError, FetchError
+from archiver.extract.links import HTML_TYPES
 from archiver.models import (
     CrawlItem,
     Exchange,
@@ -63,6 +64,7 @@ class Outcomes:
         """The lease is skipped; ``unsent`` when no request at all was made for it (its
         host's politeness booking is then given back)."""
         self._stats.skip(reason)
+        self._stats.seed(item.seed).skipped += 1
         self.skip_log(item.via, item.url, reason)
         return TaskResult(Outcome.SKIPPED, reason=reason.value, unsent=unsent)
 
@@ -75,6 +77,7 @@ class Outcomes:
             # the SSRF guard's refusal, not a failure of the host: skipped, never retried, and
             # the host is not paused for it
             self._stats.skip(SkipReason.BLOCKED_ADDRESS)
+            self._stats.seed(item.seed).skipped += 1
             self._log.info(
                 "skip",
                 url=item.url,
@@ -94,6 +97,7 @@ class Outcomes:
                 Outcome.RETRY, reason=reason.value, retry_after=self._retry_delay(item)
             )
         self._stats.failure(reason.value)
+        self._stats.seed(item.seed).failed += 1
         return TaskResult(Outcome.FAILED, reason=reason.value)
 
     def challenged(self, item: CrawlItem, ex: Exchange, provider: str) -> TaskResult:
@@ -124,6 +128,7 @@ class Outcomes:
             self._stats.retries += 1
             return TaskResult(Outcome.RETRY, status=ex.status, retry_after=delay, reason=reason)
         self._stats.failure(reason)
+        self._stats.seed(item.seed).failed += 1
         return TaskResult(Outcome.FAILED, status=ex.status, retry_after=delay, reason=reason)
 
     def browser_failed(
@@ -144,11 +149,13 @@ class Outcomes:
                 retry_after=self._retry_delay(item),
             )
         self._stats.failure(reason)
+        self._stats.seed(item.seed).failed += 1
         return TaskResult(Outcome.FAILED, status=ex.status, reason=reason)
 
     def recalled(self, item: CrawlItem, ex: Exchange) -> TaskResult:
         """The URL was captured already, by a browser's request: nothing fetched again."""
         self.fetch_log(item, ex, outcome="recalled")
+        self._stats.seed(item.seed).done += 1
         return TaskResult(Outcome.DONE, status=ex.status, unsent=True)
 
     def captured(self, item: CrawlItem, ex: Exchange, written: WrittenCapture) -> TaskResult:
@@ -168,6 +175,10 @@ class Outcomes:
                     else FailReason.SERVER_ERROR.value,
                 )
         self.fetch_log(item, ex, written, outcome="captured")
+        counts = self._stats.seed(item.seed)
+        counts.done += 1
+        if 200 <= status < 300 and ex.content_type in HTML_TYPES and not item.is_requisite:
+            counts.pages += 1
         return TaskResult(Outcome.DONE, status=status, retry_after=retry_after)
 
     def fetch_log(

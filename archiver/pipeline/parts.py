@@ -52,7 +52,6 @@ class BrowserParts:
 
     pool: BrowserPool
     recall: Recall
-    mode: str  #: ``all`` or ``auto``
     max_body: int
 
 
@@ -82,7 +81,8 @@ class Parts:
     scope: Scope
     sitemaps: SitemapPolicy
     pages: PageList | None
-    #: the browser, its requests' recall and its mode, in a crawl that uses one
+    #: the browser and its requests' recall, in a crawl that uses one (each seed's rules say
+    #: which of its pages it loads)
     browser: BrowserParts | None = None
     #: --exclude and the live ignores: checked again when a URL is leased (run.control)
     exclusions: Exclusions = field(default_factory=Exclusions)

@@ -39,6 +39,7 @@ from archiver.pipeline.discovery import Discovery
 from archiver.pipeline.outcomes import Outcomes
 from archiver.pipeline.parts import Parts, RunContext
 from archiver.pipeline.recording import text_capture
+from archiver.pipeline.seeds import SeedRuns
 from archiver.policy import challenge
 
 if TYPE_CHECKING:
@@ -52,7 +53,8 @@ class Pipeline:
         self.context = context
         self.parts = parts
         self.outcomes = Outcomes(context)
-        self.discovery = Discovery(context, parts, self.outcomes)
+        self.seeds = SeedRuns(parts.scope.table, parts.frontier)
+        self.discovery = Discovery(context, parts, self.outcomes, self.seeds)
         recall = parts.browser.recall if parts.browser is not None else None
         self.capturers = Capturers(context, parts, self.outcomes, self.discovery, recall)
         #: the browser stage, in a crawl that uses one
@@ -103,7 +105,7 @@ class Pipeline:
             return fetched
         exchange, written, content = fetched
         browsing = self.browsing
-        why = browsing.wants(item, content) if browsing is not None else None
+        why = browsing.wants(item, content, capturer.rules.browser) if browsing else None
         text = await self.discovery.discover(
             item, content, requisites=why is None, list_page=why is None
         )
@@ -138,7 +140,7 @@ class Pipeline:
         record is read back, not fetched again; what it leads to is discovered as usual."""
         assert self.browsing is not None
         item = capturer.lease.item
-        why = self.browsing.wants(item, exchange)
+        why = self.browsing.wants(item, exchange, capturer.rules.browser)
         text = await self.discovery.discover(
             item, exchange, requisites=why is None, list_page=why is None
         )

@@ -64,11 +64,11 @@ from archiver.config.assemble import (
     check_browser,
     cookie_file,
     frontier_config,
-    seed_list,
     wacz_signer,
     wants_wacz,
 )
-from archiver.config.settings import Settings
+from archiver.config.seeds import crawl_seeds
+from archiver.config.settings import SeedEntry, Settings
 from archiver.errors import ArchiverError, LockedError
 from archiver.frontier import open_backend
 from archiver.frontier.config import REDIS_SCHEMES
@@ -151,6 +151,15 @@ def share(total: int | None, processes: int, number: int) -> int | None:
     if total is None:
         return None
     return max(total // processes + (1 if number < total % processes else 0), 1)
+
+
+def shared_seed(entry: SeedEntry, processes: int, number: int) -> SeedEntry:
+    """Process ``number``'s part of a seed's ``max_pages`` (the crawl's is shared alike)."""
+    own = tuple(
+        (key, share(value, processes, number) if key == "max_pages" else value)
+        for key, value in entry.own
+    )
+    return dataclasses.replace(entry, own=own)
 
 
 @dataclass(slots=True)
@@ -243,9 +252,10 @@ class Supervisor:
     async def run(self) -> CrawlResult:
         """Run the crawl in its processes to completion, a limit, a stop request or an error."""
         settings = self.settings
-        seeds = seed_list(settings)  # usage errors come first, before anything is written
+        every = crawl_seeds(settings)  # usage errors come first, before anything is written
+        seeds = tuple(seed.url for seed in every)
         cookie_file(settings)
-        check_browser(settings)
+        check_browser(settings, every)
         self._signer = wacz_signer(settings)
         binary = redis_binary() if self.private else None
         self.layout.root.mkdir(parents=True, exist_ok=True)
@@ -351,6 +361,7 @@ class Supervisor:
             stats_interval=STATS_SECONDS,
             max_pages=share(s.max_pages, n, number),
             max_bytes=share(s.max_bytes, n, number),
+            seed=tuple(shared_seed(entry, n, number) for entry in s.seed),
             # one writer of the file (the jar itself is shared in Redis)
             save_cookies=s.save_cookies if number == 0 else None,
             status_port=None,  # the supervisor serves the crawl's status, the sum of theirs

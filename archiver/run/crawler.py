@@ -24,7 +24,8 @@ import traceback
 from collections.abc import Callable
 from typing import IO, Protocol
 
-from archiver.config.assemble import check_browser, cookie_file, seed_list, wacz_signer
+from archiver.config.assemble import check_browser, cookie_file, wacz_signer
+from archiver.config.seeds import crawl_seeds
 from archiver.config.settings import Settings
 from archiver.errors import ArchiverError, FrontierError, OutputError, WriteError
 from archiver.fetch.cookiestxt import CookieLine
@@ -34,6 +35,7 @@ from archiver.pipeline.capture import Capturer
 from archiver.pipeline.counters import CrawlStats
 from archiver.pipeline.outcomes import WORKER_NAME
 from archiver.pipeline.pipeline import Pipeline
+from archiver.policy.seeds import Seed
 from archiver.run import finish, wiring
 from archiver.run.finish import (
     EXIT_FAILED,
@@ -178,10 +180,10 @@ class Crawler:
     async def run(self) -> CrawlResult:
         """Run the crawl to completion, a limit, a stop request or a fatal error."""
         self._stop_event = asyncio.Event()
-        seeds = seed_list(self.settings)
+        seeds = crawl_seeds(self.settings)  # a bad seed is a usage error, first
         self._cookies = cookie_file(self.settings)  # a bad file is a usage error, before output
         self._signer = wacz_signer(self.settings)  # so is an unusable signing key
-        check_browser(self.settings)  # Chromium missing: a usage error, before output
+        check_browser(self.settings, seeds)  # Chromium missing: a usage error, before output
         self.layout.root.mkdir(parents=True, exist_ok=True)
         lock = OutputLock(self.layout.lock_file)
         lock.acquire()
@@ -190,7 +192,7 @@ class Crawler:
         finally:
             lock.release()
 
-    async def _run_locked(self, seeds: tuple[str, ...]) -> CrawlResult:
+    async def _run_locked(self, seeds: tuple[Seed, ...]) -> CrawlResult:
         settings, layout = self.settings, self.layout
         start, previous = await wiring.open_output(settings, layout)
         if start.resumed and start.previous_status == STATUS_COMPLETED:
@@ -208,12 +210,13 @@ class Crawler:
         run = wiring.Run(
             settings,
             layout,
-            seeds,
+            tuple(seed.url for seed in seeds),
             self.stats,
             start.resumed,
             self.process_id,
             cookie_file=self._cookies,
             signer=self._signer,
+            seed_rules=tuple(seed for seed in seeds if seed.spec is not None),
         )
         status: str = STATUS_FAILED
         reason: str | None = "not started"

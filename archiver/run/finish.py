@@ -382,8 +382,9 @@ def crawl_summary(run: Run, stages: Stages, status: str, reason: str | None) -> 
     """summary.json: the counters, how the run ended, and what it wrote."""
     layout, previous = run.layout, stages.previous
     frontier_stats = stages.frontier.statistics() if stages.frontier is not None else None
+    seed_name = stages.scope.table.url if stages.scope is not None else lambda _: None
     return dataclasses.replace(
-        Summary.counted(run.stats),
+        Summary.counted(run.stats, seed_name),
         status=status,
         reason=reason,
         output=str(layout.root),

@@ -23,7 +23,7 @@ from __future__ import annotations
 
 import os
 import socket
-from collections.abc import Callable
+from collections.abc import Callable, Collection
 from dataclasses import dataclass, field
 from typing import IO, TYPE_CHECKING, Any
 
@@ -36,6 +36,7 @@ from archiver.config.assemble import (
     sitemap_policy,
     warcinfo_fields,
 )
+from archiver.config.seeds import crawl_rules, seed_from_spec, wants_browser
 from archiver.config.settings import Settings
 from archiver.dedup.captured import CapturedUrls, MemoryCapturedUrls
 from archiver.dedup.digests import DigestIndex, LayeredDigestIndex, MemoryDigestIndex
@@ -54,6 +55,7 @@ from archiver.pipeline.pipeline import Pipeline
 from archiver.policy.ignores import Exclusions, compile_patterns
 from archiver.policy.robots import Robots, RobotsCache
 from archiver.policy.scope import Scope
+from archiver.policy.seeds import MemorySeedStore, Seed, SeedStore, SeedTable, seed_key
 from archiver.policy.sitemaps import SitemapPolicy
 from archiver.run.control import LiveControl, Politeness
 from archiver.run.log import CrawlLog, crawl_logger
@@ -86,6 +88,8 @@ class Run:
     cookie_file: tuple[CookieLine, ...] = ()
     #: who signs the WACZ (``--wacz-sign``, ``--wacz-sign-key``), made before the run started
     signer: Signer | None = None
+    #: the seeds with rules of their own (``[[seed]]``, a seeds file's JSON lines)
+    seed_rules: tuple[Seed, ...] = ()
 
 
 @dataclass(slots=True)
@@ -105,6 +109,8 @@ class Stages:
     robots_cache: RobotsCache | None = None  #: robots.txt shared by the processes of a crawl
     #: the cookie jar shared by the processes of a crawl (None: this run's state file)
     cookie_store: CookieStore | None = None
+    #: the rules of the seeds that have their own, kept for later runs and other processes
+    seed_store: SeedStore = field(default_factory=MemorySeedStore)
     scope: Scope | None = None
     robots: Robots | None = None
     sitemaps: SitemapPolicy = field(default_factory=lambda: SitemapPolicy(enabled=False))
@@ -198,7 +204,10 @@ async def assemble(run: Run, stages: Stages, options: Options) -> None:
     )
     if run.resumed:
         await repair_open_warcs(layout, frontier, log, process_id=run.process_id)
-    scope = stages.scope = Scope(scope_rules(s, run.seeds))
+    scope = stages.scope = open_scope(run, stages)
+    await stages.seed_store.keep_seeds(
+        {seed.key: seed.spec for seed in run.seed_rules if seed.spec}
+    )
     control = stages.control = live_control(run, stages, scope)
     robots = stages.robots = Robots(
         agent=s.robots_agent,
@@ -245,6 +254,22 @@ async def assemble(run: Run, stages: Stages, options: Options) -> None:
     stages.pipeline = options.pipeline_class(context, parts)
 
 
+def open_scope(run: Run, stages: Stages) -> Scope:
+    """The scope, with every seed's rules: the seeds of this run in their order (a seed with
+    rules of its own in its place), and a table that asks the frontier's seed store for the
+    seeds of URLs queued by other processes or earlier runs."""
+    s, store = run.settings, stages.seed_store
+
+    async def load(keys: Collection[int]) -> list[Seed]:
+        specs = await store.seed_specs(keys)
+        return [seed for spec in specs.values() if (seed := seed_from_spec(spec, s)) is not None]
+
+    table = SeedTable(crawl_rules(s), load)
+    own = {seed.url: seed for seed in run.seed_rules}
+    ordered = (own.get(url) or Seed(url, table.default) for url in run.seeds)
+    return Scope(scope_rules(s, run.seeds), table, seeds=ordered)
+
+
 def live_control(run: Run, stages: Stages, scope: Scope) -> LiveControl:
     """The watcher of ``ignores`` and ``control.toml`` (:mod:`archiver.run.control`), with
     both read once already: their patterns and politeness hold from the first lease on."""
@@ -278,6 +303,8 @@ async def open_frontier(run: Run, stages: Stages, injected: Backend | None) -> R
     stages.captured = backend.captured
     stages.robots_cache = backend.robots_cache
     stages.cookie_store = backend.cookies
+    if backend.seeds is not None:
+        stages.seed_store = backend.seeds
     stages.is_last = lambda: backend.is_last
     return info
 
@@ -287,7 +314,7 @@ async def open_browser(run: Run, stages: Stages) -> BrowserParts | None:
     run's Chromium left in the state directory is reaped now; Chromium itself starts with the
     first page), and the recall of what the crawl captured."""
     s = run.settings
-    if s.browser == "off":
+    if not wants_browser(s, run.seed_rules):
         return None
     # imported here: a static crawl does not load the browser stage at all
     from archiver.browser.exchange import MAX_FULFILL_BODY  # noqa: PLC0415
@@ -309,7 +336,7 @@ async def open_browser(run: Run, stages: Stages) -> BrowserParts | None:
     recall = Recall(
         stages.captured or MemoryCapturedUrls(), run.layout.warcs, max_body=MAX_FULFILL_BODY
     )
-    return BrowserParts(pool, recall, s.browser, MAX_FULFILL_BODY)
+    return BrowserParts(pool, recall, MAX_FULFILL_BODY)
 
 
 def writer_config(run: Run) -> WriterConfig:
@@ -327,8 +354,10 @@ def writer_config(run: Run) -> WriterConfig:
 
 
 def seed_items(run: Run, sitemaps: SitemapPolicy) -> list[CrawlItem]:
-    """What the crawl starts from: the seeds, then the sitemaps they imply."""
-    seeds = [CrawlItem(url=seed, redirects_left=run.settings.max_redirects) for seed in run.seeds]
+    """What the crawl starts from: the seeds (each judged by its own rules), then the sitemaps
+    they imply."""
+    redirects = run.settings.max_redirects
+    seeds = [CrawlItem(url=url, redirects_left=redirects, seed=seed_key(url)) for url in run.seeds]
     return seeds + sitemaps.start_items(run.seeds)
 
 

@@ -41,6 +41,7 @@ SUMMARY_FIELDS = [
     "truncated",
     "largest",
     "captures_over_time",
+    "by_seed",
     "status",
     "reason",
     "output",
@@ -97,6 +98,11 @@ async def test_a_crawls_figures_keep_their_json_shape(tmp_path: Path, site: Site
     summary = Summary.from_json(written)
     assert summary.to_json() == written, "read back, written again: the same object"
     assert (summary.captures, summary.status, summary.seeds) == (3, "completed", (site.url("/"),))
+    # one seed, named by its URL: its leases' pages, captures and outcomes (the 404 is done)
+    assert written["pages"] == 2
+    assert written["by_seed"] == [
+        {"seed": site.url("/"), "pages": 2, "captures": 3, "done": 3, "failed": 0, "skipped": 0}
+    ]
     snapshot = crawler.snapshot().to_json()
     assert set(snapshot) == SNAPSHOT_FIELDS
     assert snapshot["captures"] == 3 and snapshot["by_status_class"] == {"2xx": 2, "4xx": 1}
