@@ -17,7 +17,7 @@ from collections.abc import Iterable
 from pathlib import Path
 
 from archiver import urls
-from archiver.config.seeds import crawl_seeds, wants_browser
+from archiver.config.seeds import crawl_rules, crawl_seeds, wants_browser
 from archiver.config.settings import Settings, read_lines_file
 from archiver.errors import SettingsError, SigningError
 from archiver.fetch.cookiestxt import CookieFileError, CookieLine, parse_text
@@ -26,8 +26,8 @@ from archiver.fetch.proxy import ProxyRoutes, parse_direct_hosts, parse_proxy_ur
 from archiver.frontier.config import FrontierConfig
 from archiver.policy.credentials import credential_scope
 from archiver.policy.netguard import AddressPolicy
-from archiver.policy.scope import ScopeRules, seeds_in_order
-from archiver.policy.seeds import Seed
+from archiver.policy.scope import Scope, ScopeRules, seeds_in_order
+from archiver.policy.seeds import Seed, SeedLoader, SeedTable
 from archiver.policy.sitemaps import SitemapPolicy
 from archiver.sign.keys import load_signing_key
 from archiver.sign.signer import KeySigner, RemoteSigner, Signer
@@ -73,6 +73,15 @@ def scope_rules(s: Settings, seeds: tuple[str, ...]) -> ScopeRules:
         extra_hops=s.extra_hops,
         sitemaps=named_sitemaps(s),
     )
+
+
+def crawl_scope(
+    s: Settings, urls: tuple[str, ...], seeds: Iterable[Seed], load: SeedLoader | None = None
+) -> Scope:
+    """The crawl's scope: its seed URLs, each with its rules (``seeds``, in order), and a
+    table of the seeds' rules that asks ``load`` for seeds it was not given (another process's,
+    an earlier run's)."""
+    return Scope(scope_rules(s, urls), SeedTable(crawl_rules(s), load), seeds=seeds)
 
 
 def named_sitemaps(s: Settings) -> tuple[str, ...]:

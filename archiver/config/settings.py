@@ -1325,6 +1325,47 @@ def load_settings(
     return settings
 
 
+#: The settings that decide a crawl's scope: what a command that checks URLs against a crawl
+#: (``archiver add``) reads back from the crawl's recorded settings.
+SCOPE_SETTINGS = (
+    "seeds",
+    "seed",
+    "seeds_file",
+    "scope",
+    "include",
+    "exclude",
+    "exclude_file",
+    "max_depth",
+    "extra_hops",
+    "page_requisites",
+    "max_redirects",
+    "max_url_length",
+    "max_path_segments",
+    "max_segment_repeats",
+    "max_query_key_repeats",
+    "max_pattern_depth",
+    "max_urls_per_host",
+    "sitemap",
+    "browser",
+)
+
+
+def recorded_settings(data: Mapping[str, Any], base: Path) -> Settings:
+    """The scope settings of a crawl as its state recorded them (:meth:`Settings.to_json`),
+    the rest left at their defaults; ``base`` is the directory the crawl was started from
+    (relative file names are relative to it). A value that does not read is a
+    :class:`~archiver.errors.SettingsError` naming it."""
+    values: dict[str, Any] = {}
+    for name in SCOPE_SETTINGS:
+        if name in data:
+            values[name] = parse_value(name, data[name], source="config")
+    for name in ("seeds_file", "exclude_file"):
+        path = values.get(name)
+        if isinstance(path, Path) and not path.is_absolute():
+            values[name] = base / path
+    return Settings(**values)
+
+
 def validate(settings: Settings) -> None:
     """Checks across settings."""
     if settings.frontier.startswith(REDIS_SCHEMES) and not settings.crawl_id:

@@ -184,6 +184,39 @@ class Discovery:
                 self.seeds.space(urls.host_port(child.url), rules)
         return reason, child
 
+    async def add(self, added: list[str]) -> list[tuple[str, str]]:
+        """Queue URLs the operator added (``archiver add``): each checked as the command did
+        (the live ignores, the scope: :meth:`~archiver.policy.scope.Scope.admit_added`).
+        Returns ``(url, outcome)`` for each: ``queued``, ``seen`` (the crawl knew it), or why
+        it was refused."""
+        redirects = self._settings.max_redirects
+        outcomes: list[tuple[str, str]] = []
+        accepted: list[CrawlItem] = []
+        for text in added:
+            try:
+                url = urls.normalize_url(text)
+            except urls.InvalidURLError:
+                outcomes.append((text, SkipReason.INVALID_URL.value))
+                continue
+            reason = self._exclusions.check(url)
+            child = None
+            if reason is None:
+                reason, child = self._scope.admit_added(url, redirects)
+            if reason is not None or child is None:
+                outcomes.append((url, (reason or SkipReason.SCOPE).value))
+                continue
+            self._scope.accepted(child)
+            rules = self._scope.table.rules(child.seed)
+            if rules.per_host_delay is not None:
+                self.seeds.space(urls.host_port(child.url), rules)
+            accepted.append(child)
+        new = {item.url for item in await self._frontier.put_many(accepted)}
+        for child in accepted:
+            if child.url not in new:
+                self._scope.unaccepted(child)
+            outcomes.append((child.url, "queued" if child.url in new else "seen"))
+        return outcomes
+
     async def put(self, items: list[CrawlItem]) -> None:
         """Scope-check discovered items and queue the accepted ones (the frontier drops the
         ones it has seen). Remembers recent outcomes so the navigation links repeated on every

@@ -91,6 +91,11 @@ class Pipeline:
         """Scope-check items (the seeds, sitemaps) and queue the accepted ones."""
         await self.discovery.put(items)
 
+    async def add(self, urls: list[str]) -> list[tuple[str, str]]:
+        """Queue URLs the operator added; ``(url, outcome)`` for each
+        (:meth:`archiver.pipeline.discovery.Discovery.add`)."""
+        return await self.discovery.add(urls)
+
     async def process(self, capturer: Capturer) -> TaskResult:
         """Admission, fetch, records, discovery, the browser; the lease's outcome."""
         item = capturer.lease.item

@@ -173,6 +173,16 @@ class Scope:
             item = dataclasses.replace(item, extra=extra, seed=key)
         return self._limits(item, own), item
 
+    def admit_added(self, url: str, redirects: int) -> tuple[SkipReason | None, CrawlItem]:
+        """A URL the operator adds (``archiver add``): in scope when it is on a seed's site or
+        matches an ``include`` (an extra hop is a page's, not the operator's), judged by its
+        seed's rules, queued as a link that no page led to (depth 0, no ``via``)."""
+        item = CrawlItem(url, redirects_left=redirects, hops=Hop.LINK)
+        reason, child = self.admit(item)
+        if reason is None and child.extra:
+            return SkipReason.SCOPE, item
+        return reason, child
+
     def _extra_hop(self, item: CrawlItem, limit: int) -> int | None:
         """The item's count of pages outside the scope if its seed's ``extra_hops`` lets it in,
         else None (only pages and redirects: sitemaps are not pages, requisites are in scope

@@ -236,9 +236,9 @@ class Supervisor:
         """The crawl's figures: the processes' latest stats lines and their ended runs, added
         up (:meth:`archiver.run.stats.Snapshot.merged`)."""
         parts = [view for slot in self.slots for view in slot.views]
-        parts += [slot.snapshot for slot in self.slots if slot.snapshot is not None]
-        return Snapshot.merged(
-            parts,
+        live = [slot.snapshot for slot in self.slots if slot.snapshot is not None]
+        merged = Snapshot.merged(
+            [*parts, *live],
             queue=self._latest,
             elapsed=time.monotonic() - self._clock,
             stopping=self._stopping,
@@ -246,6 +246,8 @@ class Supervisor:
                 1 for s in self.slots if s.process is not None and s.process.returncode is None
             ),
         )
+        # the processes watch one directory: paused when they say so
+        return dataclasses.replace(merged, paused=any(snapshot.paused for snapshot in live))
 
     # -- the run ----------------------------------------------------------------------------
 

@@ -22,7 +22,7 @@ import shutil
 import time
 import traceback
 from collections.abc import Callable
-from typing import IO, Protocol
+from typing import IO, Any, Protocol
 
 from archiver.config.assemble import check_browser, cookie_file, wacz_signer
 from archiver.config.seeds import crawl_seeds
@@ -30,6 +30,7 @@ from archiver.config.settings import Settings
 from archiver.errors import ArchiverError, FrontierError, OutputError, WriteError
 from archiver.fetch.cookiestxt import CookieLine
 from archiver.frontier import Backend
+from archiver.frontier.base import CrawlQueue, Lease
 from archiver.models import MAX_REDIRECTS, FailReason, Outcome, TaskResult
 from archiver.pipeline.capture import Capturer
 from archiver.pipeline.counters import CrawlStats
@@ -122,6 +123,9 @@ class Crawler:
         self._final: tuple[str, str | None] | None = None
         self._busy = 0
         self._cookies: tuple[CookieLine, ...] = ()
+        #: workers waiting in the frontier's ``get``, and those a pause interrupted there
+        self._waiting: set[asyncio.Task[Any]] = set()
+        self._interrupted: set[asyncio.Task[Any]] = set()
         self._signer: Signer | None = None
 
     # -- control ----------------------------------------------------------------------------
@@ -173,6 +177,7 @@ class Crawler:
             stopping=self._stopping,
             dedup_bytes_saved=stats.dedup_bytes_saved,
             browser=BrowserSnapshot.of(stats.browser) if stats.browser is not None else None,
+            paused=stages is not None and stages.control is not None and stages.control.paused,
         )
 
     # -- the run ----------------------------------------------------------------------------
@@ -225,6 +230,7 @@ class Crawler:
             await wiring.assemble(run, stages, self.options)
             assert stages.pipeline is not None
             await stages.pipeline.put(wiring.seed_items(run, stages.sitemaps))
+            await self._take_additions()  # what the operator added while the crawl was stopped
             status, reason = await self._crawl()
             status, reason = finish.verdict(run, stages, status, reason)
         except ArchiverError as exc:
@@ -245,10 +251,11 @@ class Crawler:
             asyncio.create_task(self._worker(n), name=f"worker-{n}")
             for n in range(self.settings.workers)
         ]
-        join = asyncio.create_task(frontier.join(), name="frontier-join")
+        join = asyncio.create_task(self._all_done(), name="frontier-join")
         stop = asyncio.create_task(self._stop_event.wait(), name="stop-wait")
         monitor = asyncio.create_task(self._monitor(), name="monitor")
         assert self.stages.control is not None
+        self.stages.control.gate.on_pause(self._interrupt_waiting)
         control = asyncio.create_task(self.stages.control.watch(), name="live-control")
         try:
             done, _ = await asyncio.wait(
@@ -268,6 +275,21 @@ class Crawler:
                 task.cancel()
             await asyncio.gather(*workers, join, stop, monitor, control, return_exceptions=True)
         return self._final or (STATUS_COMPLETED, None)
+
+    async def _all_done(self) -> None:
+        """Every URL done, and none added by the operator meanwhile (a file of added URLs
+        that came in after the last look is taken before the crawl calls itself done)."""
+        assert self.stages is not None and self.stages.frontier is not None
+        while True:
+            await self.stages.frontier.join()
+            if not await self._take_additions():
+                return
+
+    async def _take_additions(self) -> int:
+        control = self.stages.control if self.stages is not None else None
+        if control is None or control.additions is None:
+            return 0
+        return await control.additions.take()
 
     async def _drain_workers(self, workers: list[asyncio.Task[None]]) -> None:
         """Graceful stop: let busy workers finish their fetch, within the grace period."""
@@ -319,9 +341,8 @@ class Crawler:
         assert frontier is not None and pipeline is not None
         WORKER_NAME.set(f"worker-{number}")  # this task's own context: the fetch log names it
         while not self._stopping:
-            lease = await frontier.get()
-            if self._stopping:
-                frontier.give_back(lease)
+            lease = await self._next_lease(frontier)
+            if lease is None:
                 return
             capturer = pipeline.capturer(lease)
             result = await self._process(pipeline, capturer)
@@ -334,6 +355,43 @@ class Crawler:
                 self.stages.log.error("frontier-error", url=lease.item.url, error=str(exc))
                 return
             await capturer.committed()
+
+    async def _next_lease(self, frontier: CrawlQueue) -> Lease | None:
+        """The next URL to fetch, once the crawl is not paused (``DIR/paused``); None when the
+        crawl stops. A worker waiting in ``get`` when a pause begins is interrupted there
+        (:meth:`_interrupt_waiting`): ``get`` is cancel-safe, the frontier keeps the URL."""
+        assert self.stages is not None and self.stages.control is not None
+        gate = self.stages.control.gate
+        task = asyncio.current_task()
+        assert task is not None
+        while not self._stopping:
+            if gate.paused:
+                await gate.wait_running()
+                continue
+            self._waiting.add(task)
+            try:
+                lease = await frontier.get()
+            except asyncio.CancelledError:
+                if task not in self._interrupted:
+                    raise
+                self._interrupted.discard(task)
+                task.uncancel()  # the pause's cancellation, not the crawl's
+                continue
+            finally:
+                self._waiting.discard(task)
+            if self._stopping or gate.paused:
+                frontier.give_back(lease)
+                continue
+            return lease
+        return None
+
+    def _interrupt_waiting(self) -> None:
+        """A pause began: the workers waiting for a URL stop waiting (and wait for the end of
+        the pause instead)."""
+        for task in self._waiting:
+            if task not in self._interrupted:
+                self._interrupted.add(task)
+                task.cancel()
 
     async def _process(self, pipeline: Pipeline, capturer: Capturer) -> TaskResult | None:
         """The lease's outcome; None when the crawl must stop with the lease in flight."""

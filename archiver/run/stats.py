@@ -101,6 +101,8 @@ class Snapshot:
     browser: BrowserSnapshot | None = None
     #: crawler processes running, in a crawl of several (``--processes N``)
     processes: int | None = None
+    #: the operator paused the crawl (``DIR/paused``): no new fetch starts
+    paused: bool = False
 
     def to_json(self) -> dict[str, Any]:
         """The JSON object of ``/status`` and the stats lines (``browser`` and ``processes``
@@ -148,6 +150,7 @@ class Snapshot:
             dedup_bytes_saved=_int(data.get("dedup_bytes_saved")),
             browser=_read(BrowserSnapshot, browser) if isinstance(browser, Mapping) else None,
             processes=_int(data["processes"]) if "processes" in data else None,
+            paused=data.get("paused") is True,
         )
 
     @classmethod

@@ -29,10 +29,10 @@ from typing import IO, TYPE_CHECKING, Any
 
 from archiver.config.assemble import (
     address_policy,
+    crawl_scope,
     default_output,
     fetch_config,
     frontier_config,
-    scope_rules,
     sitemap_policy,
     warcinfo_fields,
 )
@@ -55,9 +55,9 @@ from archiver.pipeline.pipeline import Pipeline
 from archiver.policy.ignores import Exclusions, compile_patterns
 from archiver.policy.robots import Robots, RobotsCache
 from archiver.policy.scope import Scope
-from archiver.policy.seeds import MemorySeedStore, Seed, SeedStore, SeedTable, seed_key
+from archiver.policy.seeds import MemorySeedStore, Seed, SeedStore, seed_key
 from archiver.policy.sitemaps import SitemapPolicy
-from archiver.run.control import LiveControl, Politeness
+from archiver.run.control import Additions, LiveControl, Politeness
 from archiver.run.log import CrawlLog, crawl_logger
 from archiver.run.output import Layout, RunStart, prepare
 from archiver.run.pages import PageList
@@ -251,7 +251,10 @@ async def assemble(run: Run, stages: Stages, options: Options) -> None:
         exclusions=control.exclusions,
     )
     context = RunContext(s, run.stats, log, stages.crawl_log.info_event)
-    stages.pipeline = options.pipeline_class(context, parts)
+    pipeline = stages.pipeline = options.pipeline_class(context, parts)
+    # the operator's added URLs, now that they can be queued (a dead run's taken up again)
+    control.additions = Additions(layout, pipeline.add, log)
+    control.additions.recover()
 
 
 def open_scope(run: Run, stages: Stages) -> Scope:
@@ -264,10 +267,9 @@ def open_scope(run: Run, stages: Stages) -> Scope:
         specs = await store.seed_specs(keys)
         return [seed for spec in specs.values() if (seed := seed_from_spec(spec, s)) is not None]
 
-    table = SeedTable(crawl_rules(s), load)
-    own = {seed.url: seed for seed in run.seed_rules}
-    ordered = (own.get(url) or Seed(url, table.default) for url in run.seeds)
-    return Scope(scope_rules(s, run.seeds), table, seeds=ordered)
+    own, default = {seed.url: seed for seed in run.seed_rules}, crawl_rules(s)
+    ordered = (own.get(url) or Seed(url, default) for url in run.seeds)
+    return crawl_scope(s, run.seeds, ordered, load)
 
 
 def live_control(run: Run, stages: Stages, scope: Scope) -> LiveControl:

@@ -131,13 +131,17 @@ def subparsers() -> dict[str, argparse.ArgumentParser]:
 def test_every_subcommand_has_help(capsys: pytest.CaptureFixture[str]) -> None:
     names = sorted(subparsers())
     assert names == [
+        "add",
         "crawl",
         "ignore",
         "index",
         "keygen",
+        "pause",
+        "queue",
         "replay",
         "report",
         "serve-sample",
+        "unpause",
         "verify",
         "version",
         "wacz",

@@ -4,6 +4,7 @@ and end to end with `archiver crawl` on a pseudo-terminal and on a pipe."""
 
 from __future__ import annotations
 
+import dataclasses
 import io
 import json
 import os
@@ -96,6 +97,18 @@ def test_panel_shows_what_the_issue_asks_for() -> None:
         "example.org 320 · cdn.example.net 20",
     ):
         assert expected in text, (expected, text)
+
+
+def test_panel_says_paused_and_stopping() -> None:
+    """The operator's pause (DIR/paused) shows in the panel's head; stopping outranks it."""
+    for snapshot, state in (
+        (dataclasses.replace(SNAPSHOT, paused=True), "paused http://example.org/"),
+        (dataclasses.replace(SNAPSHOT, paused=True, stopping=True), "stopping… http://"),
+    ):
+        console = Console(record=True, width=120, file=io.StringIO(), force_terminal=True)
+        console.print(render_snapshot(snapshot, title="http://example.org/"))
+        text = console.export_text()
+        assert state in text and "crawling" not in text, text
 
 
 def test_stats_line_is_compact_json() -> None:

@@ -23,7 +23,9 @@ from typing import Any
 import pytest
 
 from archiver.errors import FrontierError
-from archiver.frontier.sqlite import Bloom, SqliteFrontier, sql
+from archiver.frontier.listing import STATES
+from archiver.frontier.sqlite import Bloom, SqliteFrontier, codec, sql
+from archiver.frontier.sqlite.listing import SqliteView
 from archiver.models import (
     CrawlItem,
     Hop,
@@ -472,6 +474,7 @@ def test_every_statement_of_the_sql_files_compiles_against_the_schema(tmp_path: 
         "digest-get": {"marks": sql.marks(2)},
         "refill": {"parts": " UNION ALL ".join([sql.QUERIES["refill-part"]] * 2)},
         "windowed": {"marks": sql.marks(2)},
+        "list-urls": {"marks": sql.marks(2)},
     }
     assert set(sized) <= set(sql.QUERIES)
     for name, statement in sql.QUERIES.items():
@@ -488,3 +491,45 @@ def test_the_queries_file_names_each_statement_once() -> None:
     assert sql.parse_queries(text) == {"one": "SELECT 1", "two": "SELECT 0"}
     with pytest.raises(ValueError, match="names 'one' twice"):
         sql.parse_queries(text + "-- name: one\nSELECT 2\n")
+
+
+def test_a_listing_reads_the_database_as_it_goes(tmp_path: Path) -> None:
+    """``archiver queue`` over 200,000 URLs: the counts are the table's, every URL comes out,
+    and the heap holds a page of rows at a time (a list of the URLs would take ~25 MB)."""
+    db = tmp_path / "f.sqlite"
+    conn = sqlite3.connect(db)
+    for statement in sql.schema_statements():
+        conn.execute(statement)
+    conn.execute("INSERT INTO hosts VALUES (1, 'a.example')")
+    states = (codec.QUEUED, codec.WINDOWED, codec.DONE, codec.FAILED, codec.WAITING)
+    conn.executemany(
+        "INSERT INTO urls (url, host, state, seq, tries, redirects_left, depth, hops) "
+        "VALUES (?, 1, ?, ?, 0, 10, 1, 'L')",
+        (
+            (f"http://a.example/section/{n // 1000}/page-{n}.html", states[n % 5], n)
+            for n in range(200_000)
+        ),
+    )
+    conn.commit()
+    conn.close()
+    view = SqliteView(db)
+    try:
+        counts = view.counts()
+        assert (counts.queued, counts.done, counts.failed, counts.in_flight) == (
+            120_000,
+            40_000,
+            40_000,
+            0,
+        )
+        tracemalloc.start()
+        try:
+            seen = collections.Counter(state for state, _ in view.urls(STATES))
+            _, peak = tracemalloc.get_traced_memory()
+        finally:
+            tracemalloc.stop()
+        assert seen == {"queued": 120_000, "done": 40_000, "failed": 40_000}
+        assert peak < 2_000_000, f"peak traced memory {peak / 1e6:.1f} MB"
+        first = next(iter(view.urls(["failed"])))
+        assert first == ("failed", "http://a.example/section/0/page-3.html")  # id order
+    finally:
+        view.close()

@@ -81,6 +81,7 @@ SNAPSHOT_FIELDS = {
     "by_host",
     "stopping",
     "dedup_bytes_saved",
+    "paused",
 }
 
 

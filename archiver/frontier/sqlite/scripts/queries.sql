@@ -21,6 +21,11 @@ INSERT INTO meta VALUES ('schema', ?)
 -- name: state-counts
 SELECT state, count(*) FROM urls GROUP BY state
 
+-- name: list-urls
+-- archiver queue: the URLs in some states, in the order they were first queued ($marks: one
+-- placeholder per state)
+SELECT state, url FROM urls WHERE state IN ($marks) ORDER BY id
+
 -- name: open-requeue
 -- what a process held (leased, or in its memory window) is queued again when it reopens
 UPDATE urls SET state = $QUEUED WHERE state IN ($IN_FLIGHT, $WINDOWED)
