@@ -523,7 +523,8 @@ class Settings:
     seeds_file: Path | None = setting(
         None,
         "crawl",
-        "File with one seed URL per line (# comments allowed).",
+        "File with one seed per line: a URL, or a JSON object with the keys of a [[seed]] "
+        "table (# comments allowed).",
         parse_optional_path,
         metavar="FILE",
     )

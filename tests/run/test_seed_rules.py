@@ -44,6 +44,8 @@ from aiohttp import web
 from archiver.config.settings import SeedEntry
 from archiver.run.crawler import Crawler
 from tests.conftest import fast_settings
+from tests.docs.registry import documents
+from tests.docs.shell import DocShell, workdir
 from tests.support.site import SiteServer
 
 #: What each host serves to the crawl, and nothing else: each page exactly once.
@@ -365,3 +367,95 @@ def test_a_bad_seeds_file_line_is_one_line_and_writes_nothing(
     assert done.returncode == 2, done.stderr
     assert done.stderr.count("\n") == 1 and expected in done.stderr, done.stderr
     assert "seeds.txt line 2" in done.stderr and not out.exists()
+
+
+# -- the README's example, as written -------------------------------------------------------
+
+FAMILY = "archiver crawl --config family.toml --output crawls/family"
+FAMILY_FILE = "archiver crawl --seeds-file seeds.txt --output crawls/family"
+README = Path(__file__).resolve().parents[2] / "README.md"
+
+
+def readme_block(language: str) -> str:
+    """The README's per-seed example block in ``language`` (the one after its marker)."""
+    text = README.read_text(encoding="utf-8").split("<!-- per-seed example:", 1)[1]
+    return text.split(f"```{language}\n", 1)[1].split("```", 1)[0]
+
+
+def family_site(a: SiteServer, b: SiteServer) -> dict[str, str]:
+    """The sites of the README's example: ``a`` is example.org, ``b`` forum.example.net (and
+    example.com); returns what the README's URLs become."""
+
+    def page(site: SiteServer, path: str, *links: str) -> None:
+        site.add_page(path, "".join(f'<a href="{link}">{link}</a>' for link in links))
+
+    page(a, "/", "/about", "/private/p", "/docs/")
+    page(a, "/about", "/about/team")
+    page(a, "/about/team")
+    page(a, "/private/p")
+    page(a, "/docs/", "/docs/intro")
+    page(a, "/docs/intro", "/docs/intro/more")
+    page(a, "/docs/intro/more", "/docs/intro/more/deeper")
+    page(a, "/docs/intro/more/deeper")
+    page(b, "/", "/t/1", "/calendar/2024")
+    page(b, "/t/1", "/t/2")
+    page(b, "/t/2")
+    page(b, "/calendar/2024")
+    return {
+        "https://example.org/": a.url("/"),
+        "https://forum.example.net/": b.url("/"),
+        "https://example.com/": b.url("/"),
+    }
+
+
+def local(text: str, urls: dict[str, str]) -> str:
+    for old, new in urls.items():
+        text = text.replace(old, new)
+    return text
+
+
+@documents(FAMILY)
+def test_the_readme_family_of_sites(doc: DocShell, tmp_path: Path) -> None:
+    """The README's [[seed]] tables, its URLs made local: each seed's rules hold, and the
+    documentation seed, more specific than example.org's host, judges /docs/."""
+    cwd = workdir(tmp_path)
+    with (
+        SiteServer("127.0.0.1").running_in_thread() as a,
+        SiteServer("127.0.0.2").running_in_thread() as b,
+    ):
+        urls = family_site(a, b)
+        (cwd / "family.toml").write_text(local(readme_block("toml"), urls))
+        done = doc.run(FAMILY, cwd=cwd)
+        assert done.returncode == 0, done.stderr[-3000:]
+        pages_a = set(fetched(a)) - {"/robots.txt", "/sitemap.xml"}
+        pages_b = set(fetched(b)) - {"/robots.txt", "/sitemap.xml"}
+        spaced = sorted(hit.started for hit in a.counters.hits)
+    assert pages_a == {"/", "/about", "/docs/", "/docs/intro", "/docs/intro/more"}
+    assert pages_b == {"/", "/t/1", "/t/2"}  # the forum's /calendar/ excluded
+    gaps = [later - earlier for earlier, later in itertools.pairwise(spaced)]
+    assert min(gaps) >= 1.0 - 0.01, gaps  # example.org's host: the documentation's 1 s
+    summary = json.loads((cwd / "crawls" / "family" / "summary.json").read_text())
+    assert {row["seed"] for row in summary["by_seed"]} >= {
+        a.url("/"),
+        a.url("/docs/"),
+        b.url("/"),
+    }
+
+
+@documents(FAMILY_FILE)
+def test_the_readme_seeds_file(doc: DocShell, tmp_path: Path) -> None:
+    """The README's seeds file: a plain URL takes the crawl's rules (the forum's calendar is
+    crawled: no seed excludes it), the JSON line the documentation's (its prefix only)."""
+    cwd = workdir(tmp_path)
+    with (
+        SiteServer("127.0.0.1").running_in_thread() as a,
+        SiteServer("127.0.0.2").running_in_thread() as b,
+    ):
+        urls = family_site(a, b)
+        (cwd / "seeds.txt").write_text(local(readme_block("json"), urls))
+        done = doc.run(FAMILY_FILE, cwd=cwd)
+        assert done.returncode == 0, done.stderr[-3000:]
+        pages_a = set(fetched(a)) - {"/robots.txt", "/sitemap.xml"}
+        pages_b = set(fetched(b)) - {"/robots.txt", "/sitemap.xml"}
+    assert pages_a == {"/docs/", "/docs/intro", "/docs/intro/more"}
+    assert pages_b == {"/", "/t/1", "/t/2", "/calendar/2024"}

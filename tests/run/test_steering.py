@@ -31,7 +31,8 @@ from typing import Any
 import pytest
 from aiohttp import web
 
-from tests.docs.shell import read_until
+from tests.docs.registry import documents
+from tests.docs.shell import DocShell, read_until, workdir
 from tests.support.redis_server import RedisServer
 from tests.support.site import SiteServer
 
@@ -139,21 +140,24 @@ def running(site: SiteServer, output: Path, *options: str) -> Iterator[Crawl]:
 
 
 class HeldSite(SiteServer):
-    """The test site: ``/`` links to ``/p/0`` ... ``/p/23``; ``/hidden`` is linked from
-    nowhere; :data:`HELD` answers once :meth:`release` was called."""
+    """The test site: ``/`` links to ``/p/0`` ... ``/p/23`` (and ``docs`` pages ``/docs/N``);
+    ``/hidden`` and ``/unlinked-page`` are linked from nowhere; :data:`HELD` answers once
+    :meth:`release` was called."""
 
-    def __init__(self) -> None:
+    def __init__(self, *, docs: int = 0) -> None:
         super().__init__()
         self.released = asyncio.Event()
-        self.add_page("/", "".join(f'<a href="/p/{n}">{n}</a>' for n in range(PAGES)))
-        for n in range(PAGES):
-            self.add_page(f"/p/{n}", f"<p>page {n}</p>")
+        pages = [f"/p/{n}" for n in range(PAGES)] + [f"/docs/{n}" for n in range(docs)]
+        self.add_page("/", "".join(f'<a href="{page}">{page}</a>' for page in pages))
+        for page in pages:
+            self.add_page(page, f"<p>{page}</p>")
         self.add_page("/hidden", "<p>no page links here</p>")
-        page = b"<p>the held page</p>"
+        self.add_page("/unlinked-page", "<p>no page links here either</p>")
+        body = b"<p>the held page</p>"
 
         async def held(_: web.Request) -> web.StreamResponse:
             await self.released.wait()
-            return web.Response(body=page, content_type="text/html")
+            return web.Response(body=body, content_type="text/html")
 
         self.add_handler(HELD, held)
 
@@ -426,3 +430,37 @@ def test_queue_bad_input(tmp_path: Path) -> None:
         assert done.stderr.count("\n") == 1
     done = archiver("queue", str(tmp_path), "--state", "waiting")
     assert done.returncode == 2 and "invalid choice: 'waiting'" in done.stderr
+
+
+# -- the README's lines ---------------------------------------------------------------------
+
+PAUSE = "archiver pause crawls/example"
+UNPAUSE = "archiver unpause crawls/example"
+ADD = "archiver add crawls/example https://example.org/unlinked-page"
+QUEUE = "archiver queue crawls/example --state queued --match '/docs/'"
+
+
+@documents(PAUSE, UNPAUSE, ADD, QUEUE)
+def test_the_readme_steering_lines(doc: DocShell, tmp_path: Path) -> None:
+    """The README's four lines as written, in order, on a crawl running in crawls/example."""
+    cwd = workdir(tmp_path)
+    out = cwd / "crawls" / "example"
+    with HeldSite(docs=3).running_in_thread() as site, running(site, out) as crawl:
+        assert isinstance(site, HeldSite)
+        wait_for(lambda: site.counters.count(HELD) == 1, f"the crawl to request {HELD}")
+        paused = doc.run(PAUSE, cwd=cwd)
+        assert paused.returncode == 0, paused.stderr
+        wait_for(lambda: bool(crawl.status()["paused"]), "/status to say paused")
+        site.release()
+        wait_for(lambda: paused_and_idle(crawl), "nothing in flight")
+        listed = doc.run(QUEUE, cwd=cwd)
+        assert listed.returncode == 0, listed.stderr
+        assert listed.stdout.splitlines() == [site.url(f"/docs/{n}") for n in range(3)]
+        assert "in flight" in listed.stderr and "3 listed" in listed.stderr
+        added = doc.run(ADD, cwd=cwd, replace={"https://example.org/": site.url("/")})
+        assert added.returncode == 0, added.stderr
+        unpaused = doc.run(UNPAUSE, cwd=cwd)
+        assert unpaused.returncode == 0, unpaused.stderr
+        code, err = crawl.finish()
+    assert code == 0, err[-3000:]
+    assert hits(site)["/unlinked-page"] == 1 and max(hits(site).values()) == 1
