@@ -37,7 +37,10 @@ class CrawlItem:
     depth of the page that led to them. ``tries`` counts earlier attempts of this URL.
     ``extra`` counts the pages outside the scope on the path since the last page inside it
     (``--extra-hops``): 0 for an item in scope; a child inherits it, and the scope raises it for
-    a child outside, or resets it for one inside.
+    a child outside, or resets it for one inside. ``found_by`` names the extractor that found
+    the URL (:class:`archiver.extract.found.Extractor`: ``html``, ``feed``, ``pdf``…), ``""``
+    for a seed, a sitemap entry or robots.txt; a redirect's target keeps its source's, so a
+    link that redirects to a 404 still counts against the extractor that found it.
     ``seed`` names the seed whose rules judge the URL (:func:`archiver.policy.seeds.seed_key`
     of the seed's URL; 0: the crawl's own rules): a child inherits it, and the scope gives it
     the seed whose site it is on. Every frontier keeps it, so a resumed or shared crawl judges
@@ -51,6 +54,7 @@ class CrawlItem:
     via: str | None = None
     tries: int = 0
     extra: int = 0
+    found_by: str = ""
     seed: int = 0
 
     @property
@@ -67,8 +71,9 @@ class CrawlItem:
             return False
         return self.hops.rstrip("R").endswith("E")
 
-    def child(self, url: str, hop: Hop) -> CrawlItem:
-        """The item for a URL discovered while processing this one."""
+    def child(self, url: str, hop: Hop, found_by: str = "") -> CrawlItem:
+        """The item for a URL discovered while processing this one (by extractor
+        ``found_by``)."""
         if hop is Hop.REDIRECT:
             return CrawlItem(
                 url=url,
@@ -77,6 +82,7 @@ class CrawlItem:
                 hops=self.hops + hop,
                 via=self.url,
                 extra=self.extra,
+                found_by=self.found_by,
                 seed=self.seed,
             )
         depth = self.depth + 1 if hop is Hop.LINK else self.depth
@@ -86,6 +92,7 @@ class CrawlItem:
             hops=self.hops + hop,
             via=self.url,
             extra=self.extra,
+            found_by=found_by,
             seed=self.seed,
         )
 
@@ -98,6 +105,7 @@ class CrawlItem:
             via=self.via,
             tries=self.tries + 1,
             extra=self.extra,
+            found_by=self.found_by,
             seed=self.seed,
         )
 
@@ -192,7 +200,8 @@ class Exchange:
     #: The entity body (content-coded as sent, transfer coding removed) when it was small enough
     #: to keep for link extraction; None when it was not kept.
     body: bytes | None = None
-    #: interim (1xx) responses received before this one, as received (not in ``response``)
+    #: interim (1xx) responses received before this one, and runs of empty lines passed over
+    #: before a status line, as received and in order (not in ``response``)
     interim: tuple[bytes, ...] = ()
     _first: dict[str, str] | None = field(default=None, init=False, repr=False, compare=False)
 

@@ -66,6 +66,14 @@ def timestamp14(date: str) -> str:
     return "".join(ch for ch in date if ch.isdigit())[:14]
 
 
+def warc_date_of_timestamp(digits: str) -> str:
+    """The ``WARC-Date`` of a 12 to 14-digit CDX or ARC timestamp (``yyyyMMddHHmm[ss]``),
+    seconds padded with zeros, further digits dropped: ``20140216050221`` ->
+    ``2014-02-16T05:02:21Z`` (how warcio reads an ARC record's date as a WARC one)."""
+    d = digits[:14].ljust(14, "0")
+    return f"{d[0:4]}-{d[4:6]}-{d[6:8]}T{d[8:10]}:{d[10:12]}:{d[12:14]}Z"
+
+
 def timestamp17(moment: datetime) -> str:
     """``yyyyMMddHHmmssSSS`` in UTC, milliseconds truncated (Heritrix's ``get17DigitDate``)."""
     return moment.astimezone(UTC).strftime("%Y%m%d%H%M%S%f")[:17]
@@ -164,4 +172,5 @@ __all__ = [
     "timestamp17",
     "utcnow",
     "warc_date",
+    "warc_date_of_timestamp",
 ]

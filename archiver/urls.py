@@ -12,14 +12,20 @@ defines the behaviour browsers have, and RFC 3986 for the characters allowed on 
   (URL Standard, "basic URL parser", steps 1-3): a link can never inject a CR/LF into a header;
 * ``\\`` is ``/`` in the authority and path of http(s) URLs (data in the query); scheme and
   host are lowercased; the default port is dropped;
-* host: IDNA 2008 / UTS #46 A-labels (``faß.de`` -> ``xn--fa-hia.de``, as browsers and yarl do);
-  IPv4 in any numeric form (``2130706433``, ``0x7f.1``, ``017700000001``) becomes dotted decimal
-  (URL Standard, "IPv4 parser"), so the SSRF guard sees the address that would be connected to;
+* host: the URL Standard's host parser, "domain to ASCII" (UTS #46 non-transitional, CheckHyphens
+  and VerifyDnsLength false: ``faß.de`` -> ``xn--fa-hia.de``, ``☃.net`` -> ``xn--n3h.net``, as
+  browsers do; :func:`normalize_host`); IPv4 in any numeric form (``2130706433``, ``0x7f.1``,
+  ``017700000001``) becomes dotted decimal (URL Standard, "IPv4 parser"), so the SSRF guard
+  sees the address that would be connected to;
 * path: dot segments removed, empty path becomes ``/``;
 * path and query: every byte outside RFC 3986's unreserved/reserved sets is percent-encoded as
   UTF-8; existing valid ``%XX`` escapes are kept as they are (never decoded: the server sees what
   the page linked to), a ``%`` that starts no valid escape becomes ``%25``;
-* userinfo and the fragment are dropped (a crawler never sends credentials found in a link).
+* userinfo and the fragment are dropped (a crawler never sends credentials found in a link);
+  the userinfo before anything else is read, whatever it holds.
+
+Where this differs from the URL Standard, and why, is in docs/urls.md (checked against the
+web-platform-tests URL data by tests/test_urls_wpt.py).
 
 Only ``http`` and ``https`` URLs survive; everything else resolves to ``None``.
 """
@@ -31,7 +37,8 @@ import re
 from functools import lru_cache
 from urllib.parse import unquote, urlsplit, urlunsplit
 
-import idna
+from uts46 import Uts46Error
+from uts46.whatwg import domain_to_ascii
 
 SCHEMES = ("http", "https")
 DEFAULT_PORTS = {"http": 80, "https": 443}
@@ -47,7 +54,13 @@ _SAFE = frozenset(
 _ALL_SAFE = re.compile(r"[A-Za-z0-9\-._~!$&'()*+,;=:@/?]*\Z")
 _BAD_ESCAPE = re.compile(r"%(?![0-9A-Fa-f]{2})")
 _HOST_ASCII = re.compile(r"[a-z0-9\-._~!$&'()*+,;=]+\Z")
+#: URL Standard "forbidden domain code point": a forbidden host code point, a C0 control, "%"
+#: or DEL (the host parser refuses a domain holding one)
+_FORBIDDEN_DOMAIN = re.compile(r"[\x00-\x20#/:<>?@\[\\\]^|%\x7f]")
 _HEX = "0123456789ABCDEF"
+_SURROGATE = re.compile("[\ud800-\udfff]")
+#: an http(s) scheme and the slashes after it (any number, including none)
+_SPECIAL_START = re.compile(r"([hH][tT][tT][pP][sS]?):(/*)")
 _RADIX_DIGITS = {8: "01234567", 10: "0123456789", 16: "0123456789abcdefABCDEF"}
 _HEX_NUMBER = re.compile(r"0[xX][0-9A-Fa-f]*")
 
@@ -57,11 +70,16 @@ class InvalidURLError(ValueError):
 
 
 def _quote(text: str) -> str:
-    """Percent-encode everything outside the safe set, keeping valid ``%XX`` escapes."""
+    """Percent-encode everything outside the safe set, keeping valid ``%XX`` escapes.
+
+    The URL Standard encodes a scalar value string as UTF-8: a lone surrogate (a string
+    decoded with ``surrogateescape``, say) becomes U+FFFD first."""
     if _ALL_SAFE.match(text):
         return text
+    if _SURROGATE.search(text):
+        text = _SURROGATE.sub("\ufffd", text)
     out = []
-    for byte in text.encode("utf-8", "surrogatepass"):
+    for byte in text.encode("utf-8"):
         if byte in _SAFE:
             out.append(chr(byte))
         else:
@@ -114,7 +132,19 @@ def _ipv4_from_host(host: str) -> str | None:
 
 @lru_cache(maxsize=4096)
 def normalize_host(host: str) -> str:
-    """Lowercase, IDNA-encode, and canonicalise IP literals. Raises :class:`InvalidURLError`."""
+    """The URL Standard's host parser for an http(s) URL, then RFC 3986's reg-name check.
+
+    An IPv6 literal is canonicalised (RFC 5952, as the URL Standard serialises it). Any other
+    host is percent-decoded and passed through "domain to ASCII" (URL Standard section 3.5:
+    UTS #46 non-transitional processing with CheckHyphens, UseSTD3ASCIIRules and
+    VerifyDnsLength false, CheckBidi and CheckJoiners true), as browsers do: ``faß.de`` ->
+    ``xn--fa-hia.de``, ``☃.net`` -> ``xn--n3h.net``, ``xn--`` A-labels of emoji and symbol
+    names kept. A result that ends in a number is an IPv4 address in any notation the URL
+    Standard reads (``2130706433``, ``0x7f.1``), made dotted decimal, so the SSRF guard sees
+    the address that would be connected to. Beyond the URL Standard, a name must be an RFC
+    3986 reg-name without empty labels: what a DNS name and a ``Host`` header can hold.
+    Raises :class:`InvalidURLError`.
+    """
     if not host:
         raise InvalidURLError("empty host")
     if host.startswith("["):
@@ -128,23 +158,30 @@ def normalize_host(host: str) -> str:
             raise InvalidURLError(f"invalid IPv6 host {host!r}") from exc
         return f"[{addr.compressed}]"
     if "%" in host:
-        # Percent-encoded hosts are decoded before IDNA processing (URL Standard, host parser).
+        # host parser step 4: percent-decode, UTF-8 decode (an invalid byte becomes U+FFFD,
+        # which domain to ASCII refuses)
         host = unquote(host)
-    lowered = host.lower()
-    if lowered.isascii():
-        ipv4 = _ipv4_from_host(lowered)
-        if ipv4 is not None:
-            return ipv4
-        if not _HOST_ASCII.match(lowered) or ".." in lowered.strip("."):
-            raise InvalidURLError(f"invalid host {host!r}")
-        if "xn--" not in lowered:
-            return lowered
+    ascii_host = _domain_to_ascii(host)
+    ipv4 = _ipv4_from_host(ascii_host)
+    if ipv4 is not None:
+        return ipv4
+    if not _HOST_ASCII.match(ascii_host) or ".." in ascii_host.strip("."):
+        raise InvalidURLError(f"invalid host {host!r}")
+    return ascii_host
+
+
+def _domain_to_ascii(domain: str) -> str:
+    """URL Standard "domain to ASCII" with beStrict false (see :func:`normalize_host`)."""
+    if domain.isascii() and not any(label[:4].lower() == "xn--" for label in domain.split(".")):
+        # the standard's own shortcut: for such input, UTS #46 processing is ASCII lowercasing
+        lowered = domain.lower()
+        if _FORBIDDEN_DOMAIN.search(lowered):
+            raise InvalidURLError(f"invalid host {domain!r}: a forbidden domain code point")
+        return lowered
     try:
-        encoded = idna.encode(lowered, uts46=True, transitional=False).decode("ascii")
-    except (idna.IDNAError, UnicodeError) as exc:
-        raise InvalidURLError(f"invalid host {host!r}: {exc}") from exc
-    ipv4 = _ipv4_from_host(encoded)
-    return ipv4 if ipv4 is not None else encoded
+        return domain_to_ascii(domain, be_strict=False)
+    except Uts46Error as exc:
+        raise InvalidURLError(f"invalid host {domain!r}: {exc}") from None
 
 
 _DOT = frozenset({"."})
@@ -207,17 +244,24 @@ def _backslashes(text: str) -> str:
 def normalize_url(url: str) -> str:
     """The canonical absolute http(s) URL for ``url``. Raises :class:`InvalidURLError`."""
     url = _clean(url)
+    if "\\" in url:
+        url = _backslashes(url)
+    special = _SPECIAL_START.match(url)
+    if special is not None and len(special.group(2)) != 2:
+        # http:example.com, http:/example.com, http:///example.com: the URL Standard skips
+        # every slash before the host of an http(s) URL without a base ("special authority
+        # ignore slashes state")
+        url = special.group(1) + "://" + url[special.end() :]
+    if "@" in url:
+        url = _drop_userinfo(url)
     try:
-        parts = urlsplit(_backslashes(url) if "\\" in url else url)
+        parts = urlsplit(url)
     except ValueError as exc:
         raise InvalidURLError(str(exc)) from exc
     scheme = parts.scheme.lower()
     if scheme not in SCHEMES:
         raise InvalidURLError(f"scheme {scheme or '(none)'!r} is not http or https")
-    netloc = parts.netloc
-    if "@" in netloc:
-        netloc = netloc.rsplit("@", 1)[1]
-    host, port = _split_host_port(netloc)
+    host, port = _split_host_port(parts.netloc)
     host = normalize_host(host)
     authority = host if port is None or port == DEFAULT_PORTS[scheme] else f"{host}:{port}"
     path = _remove_dot_segments(_quote(parts.path)) if parts.path else "/"
@@ -227,6 +271,18 @@ def normalize_url(url: str) -> str:
     if parts.query or "?" in url.split("#", 1)[0]:
         result += "?" + _quote(parts.query)
     return result
+
+
+def _drop_userinfo(url: str) -> str:
+    """``url`` without the userinfo of its authority (everything up to the authority's last
+    ``@``, URL Standard "authority state"). Done before the URL is split: urllib takes a ``[``
+    or ``]`` in a userinfo for an IPv6 host and refuses the whole URL."""
+    match = _URI_REF.match(url)
+    assert match is not None  # the pattern matches every string
+    authority = match.group(2)
+    if authority is None or "@" not in authority:
+        return url
+    return url[: match.start(2)] + authority.rsplit("@", 1)[1] + url[match.end(2) :]
 
 
 def _split_host_port(netloc: str) -> tuple[str, int | None]:

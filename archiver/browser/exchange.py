@@ -73,6 +73,9 @@ class BrowserRequest:
     """The page's own document (or a hop of its redirects)."""
     redirected: bool
     """The browser makes this request because an earlier response redirected it."""
+    network_id: str = ""
+    """The protocol's id of the request (``networkId``; the Network domain's ``requestId``):
+    what :attr:`archiver.browser.page.PageResult.initiators` is keyed by."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -128,6 +131,7 @@ def browser_request(params: dict[str, Any], main_frame: str) -> BrowserRequest:
         is_navigation=navigation,
         is_main_frame=navigation and params.get("frameId") == main_frame,
         redirected="redirectedRequestId" in params,
+        network_id=str(params.get("networkId") or ""),
     )
 
 

@@ -19,7 +19,13 @@ The steps, all inside the page timeout:
    body's rendered text; the links
    come from :func:`archiver.extract.links.extract_html` over that serialisation, so exactly
    the element kinds of the static extractor are read, after the scripts ran;
-6. optionally a PNG screenshot of the top of the page; then the tab is closed.
+6. optionally a PNG screenshot of the top of the page, or of the whole page (``full_page``);
+7. optionally an ``explore`` step the caller gives (:class:`archiver.browser.navigate.LinkWalk`
+   clicks links in the page), after the page was read, so that it does not change what was
+   read; then the tab is closed.
+
+With ``observe`` the page's console errors, WebSockets and the initiator of each request are
+collected as well (:mod:`archiver.browser.observe`).
 
 Waiting stops a few seconds before the page timeout so that the DOM can still be read: a page
 whose network never goes quiet (polling, a long download) is read as it is. The tab crashing,
@@ -33,15 +39,19 @@ from __future__ import annotations
 import asyncio
 import base64
 import contextlib
+from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from archiver.browser.behaviors import BEHAVIORS
+from archiver.browser import observe
+from archiver.browser.behaviors import BEHAVIORS, PageControl
 from archiver.browser.cdp import CommandError, CommandTimeoutError, Connection, Params, Session
 from archiver.browser.errors import BrowserError, NavigationError, PageTimeoutError
 from archiver.browser.exchange import MAX_FULFILL_BODY, RequestHandler
 from archiver.browser.intercept import PATTERNS, Interceptor
-from archiver.extract.links import MAX_DECODED, Links, extract_html
+from archiver.browser.observe import ConsoleEntry, PageObserver
+from archiver.extract.found import Links
+from archiver.extract.links import MAX_DECODED, extract_html
 
 #: Every frame: service workers would answer requests from their own cache, past archiver.
 NO_SERVICE_WORKERS = """(() => {
@@ -90,6 +100,11 @@ _AUTO_ATTACH = {"autoAttach": True, "waitForDebuggerOnStart": True, "flatten": T
 MAX_RESERVE = 5.0
 #: The longest wait for the network to go quiet after the load event and after behaviours.
 QUIET_TIMEOUT = 10.0
+#: The tallest full-page screenshot, in CSS pixels (an endless page is cut there).
+MAX_FULL_PAGE_HEIGHT = 16384
+
+#: What the caller may do with the page once it was read (see :func:`load_page`).
+Explore = Callable[[PageControl, float], Awaitable[None]]
 
 
 @dataclass(frozen=True, slots=True)
@@ -104,6 +119,10 @@ class PageOptions:
     network_quiet: float = 0.5
     max_body: int = MAX_FULFILL_BODY
     max_dom: int = MAX_DECODED
+    #: the screenshot shows the whole page (up to :data:`MAX_FULL_PAGE_HEIGHT`), not the top
+    full_page: bool = False
+    #: collect console errors, WebSockets and initiators (:mod:`archiver.browser.observe`)
+    observe: bool = False
 
 
 @dataclass(frozen=True, slots=True)
@@ -133,6 +152,12 @@ class PageResult:
     """False when the network had not gone quiet when the page was read."""
     dom_truncated: bool
     duration: float
+    console: tuple[ConsoleEntry, ...] = ()
+    """Errors the page reported (with ``observe``)."""
+    sockets: tuple[str, ...] = ()
+    """WebSocket URLs the page tried to open (with ``observe``): the browser has no network."""
+    initiators: Mapping[str, str] = field(default_factory=dict)
+    """``BrowserRequest.network_id`` -> who made the request (with ``observe``)."""
 
 
 @dataclass
@@ -152,6 +177,7 @@ class _Tab:
     loads: set[str] = field(default_factory=set)
     """The documents whose load event fired."""
     loaded: asyncio.Event = field(default_factory=asyncio.Event)
+    observer: PageObserver | None = None
 
     def await_load(self, loader: str) -> None:
         """Wait for ``loader``'s load event from now on (set if it already fired)."""
@@ -206,9 +232,14 @@ class _Tab:
 
 
 async def load_page(
-    connection: Connection, url: str, handler: RequestHandler, options: PageOptions
+    connection: Connection,
+    url: str,
+    handler: RequestHandler,
+    options: PageOptions,
+    explore: Explore | None = None,
 ) -> PageResult:
-    """Load ``url`` in a new tab of the browser behind ``connection`` (see the module doc)."""
+    """Load ``url`` in a new tab of the browser behind ``connection`` (see the module doc);
+    ``explore(page, until)`` runs once the page was read, within the page timeout."""
     loop = asyncio.get_running_loop()
     started = loop.time()
     deadline = started + options.timeout
@@ -234,7 +265,9 @@ async def load_page(
             on_failure=lambda exc: session.end(BrowserError(f"the page was stopped: {exc!r}")),
         )
         tab = _Tab(connection, session, target, interceptor, options, deadline)
-        result = await _load(tab, url, started)
+        if options.observe:
+            tab.observer = PageObserver()
+        result = await _load(tab, url, started, explore)
         if interceptor.failure is not None:
             raise interceptor.failure
         return result
@@ -255,7 +288,7 @@ async def load_page(
         await _close_target(connection, target)
 
 
-async def _load(tab: _Tab, url: str, started: float) -> PageResult:
+async def _load(tab: _Tab, url: str, started: float, explore: Explore | None) -> PageResult:
     session, options = tab.session, tab.options
     await _prepare(tab, session, top=True)
     reserve = min(MAX_RESERVE, options.timeout / 4)
@@ -284,13 +317,10 @@ async def _load(tab: _Tab, url: str, started: float) -> PageResult:
     dom = await tab.evaluate(READ_DOM % (options.max_dom, MAX_TEXT), until=tab.deadline)
     if not isinstance(dom, dict):
         raise BrowserError(f"{url}: the page's document could not be read")
-    screenshot = None
-    if options.screenshot:
-        tab.stage = "taking the screenshot"
-        shot = await session.send(
-            "Page.captureScreenshot", {"format": "png"}, timeout=tab.remaining()
-        )
-        screenshot = base64.b64decode(shot["data"])
+    screenshot = await _screenshot(tab) if options.screenshot else None
+    if explore is not None:
+        tab.stage = "exploring the page"
+        await explore(tab, soft_deadline)
     final_url = str(dom.get("url") or url)
     html = str(dom.get("html") or "")
     interceptor = tab.interceptor
@@ -309,7 +339,27 @@ async def _load(tab: _Tab, url: str, started: float) -> PageResult:
         network_quiet=quiet,
         dom_truncated=bool(dom.get("truncated")),
         duration=tab.now() - started,
+        console=tuple(tab.observer.console) if tab.observer else (),
+        sockets=tuple(tab.observer.sockets) if tab.observer else (),
+        initiators=dict(tab.observer.initiators) if tab.observer else {},
     )
+
+
+async def _screenshot(tab: _Tab) -> bytes:
+    """A PNG of the viewport, or of the whole page (its content size from
+    ``Page.getLayoutMetrics``, captured beyond the viewport, at most
+    :data:`MAX_FULL_PAGE_HEIGHT` pixels tall)."""
+    tab.stage = "taking the screenshot"
+    params: Params = {"format": "png"}
+    if tab.options.full_page:
+        metrics = await tab.session.send("Page.getLayoutMetrics", timeout=tab.remaining())
+        size = metrics.get("cssContentSize") or metrics.get("contentSize") or {}
+        width = max(1, min(int(size.get("width", 0)), tab.options.window[0] * 4))
+        height = max(1, min(int(size.get("height", 0)), MAX_FULL_PAGE_HEIGHT))
+        params["captureBeyondViewport"] = True
+        params["clip"] = {"x": 0, "y": 0, "width": width, "height": height, "scale": 1}
+    shot = await tab.session.send("Page.captureScreenshot", params, timeout=tab.remaining())
+    return base64.b64decode(shot["data"])
 
 
 async def _prepare(tab: _Tab, session: Session, *, top: bool) -> None:
@@ -335,6 +385,9 @@ async def _prepare(tab: _Tab, session: Session, *, top: bool) -> None:
             ("Page.setLifecycleEventsEnabled", {"enabled": True}),
             ("Inspector.enable", {}),
         ]
+    if tab.observer is not None:
+        tab.observer.watch(session)
+        commands += observe.COMMANDS
     replies = await asyncio.gather(
         *(session.send(method, params, timeout=tab.remaining()) for method, params in commands),
         return_exceptions=True,

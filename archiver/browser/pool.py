@@ -24,7 +24,7 @@ from archiver.browser.chromium import (
 )
 from archiver.browser.errors import BrowserError, BrowserUnavailableError
 from archiver.browser.exchange import MAX_FULFILL_BODY, RequestHandler
-from archiver.browser.page import PageOptions, PageResult, load_page
+from archiver.browser.page import Explore, PageOptions, PageResult, load_page
 from archiver.errors import SettingsError
 
 
@@ -40,6 +40,8 @@ class BrowserConfig:
     page_timeout: float = 30.0
     behaviors: tuple[str, ...] = ("autoscroll",)
     screenshots: bool = False
+    #: the screenshots show the whole page, not the top (up to ``MAX_FULL_PAGE_HEIGHT``)
+    full_page: bool = False
     window: tuple[int, int] = (1280, 960)
     user_agent: str | None = None
     """The browser's User-Agent (navigator.userAgent): the fetcher's, so that both agree."""
@@ -67,6 +69,7 @@ class BrowserConfig:
             timeout=self.page_timeout,
             behaviors=self.behaviors,
             screenshot=self.screenshots if screenshot is None else screenshot,
+            full_page=self.full_page,
             window=self.window,
             network_quiet=self.network_quiet,
             max_body=self.max_body,
@@ -132,10 +135,17 @@ class BrowserPool:
                 await process.close()
 
     async def load(
-        self, url: str, handler: RequestHandler, *, screenshot: bool | None = None
+        self,
+        url: str,
+        handler: RequestHandler,
+        *,
+        screenshot: bool | None = None,
+        options: PageOptions | None = None,
+        explore: Explore | None = None,
     ) -> PageResult:
         """Load ``url`` in a new tab, every request answered by ``handler`` (see
-        :func:`archiver.browser.page.load_page`). Raises
+        :func:`archiver.browser.page.load_page`); ``options`` replace the pool's page options
+        for this page. Raises
         :class:`~archiver.browser.errors.BrowserError` (may be retried),
         :class:`~archiver.browser.errors.NavigationError`, or what the handler raised."""
         async with self._slots:
@@ -143,7 +153,11 @@ class BrowserPool:
             self._busy += 1
             try:
                 result = await load_page(
-                    process.connection, url, handler, self.config.page_options(screenshot)
+                    process.connection,
+                    url,
+                    handler,
+                    options or self.config.page_options(screenshot),
+                    explore,
                 )
             except BrowserError:
                 self.stats.failed += 1

@@ -16,10 +16,19 @@ import signal
 import sys
 import threading
 import time
+from collections import Counter
 from collections.abc import Callable, Sequence
 from pathlib import Path
-from typing import Any, NoReturn
+from typing import TYPE_CHECKING, Any, NoReturn
 
+from archiver.commands.exits import (
+    EXIT_FAILED,
+    EXIT_INTERRUPTED,
+    EXIT_LOCKED,
+    EXIT_OK,
+    EXIT_USAGE,
+    exit_code,
+)
 from archiver.commands.progress import Display
 from archiver.config.assemble import software_string
 from archiver.config.settings import Settings, load_settings, option_name, setting_fields
@@ -27,18 +36,12 @@ from archiver.errors import ArchiverError, LockedError, SettingsError, Signature
 from archiver.frontier.listing import STATES
 from archiver.processes.keeper import die_with_parent
 from archiver.processes.supervisor import CHILD_COMMAND, Supervisor, read_child_message
-from archiver.run.crawler import (
-    EXIT_FAILED,
-    EXIT_INTERRUPTED,
-    EXIT_LOCKED,
-    EXIT_OK,
-    EXIT_USAGE,
-    CrawlControl,
-    Crawler,
-    CrawlResult,
-)
+from archiver.run.crawler import CrawlControl, Crawler, CrawlResult
 from archiver.run.stats import Summary, human_bytes
 from archiver.version import __version__
+
+if TYPE_CHECKING:
+    from archiver.index.cdxj import ScanReport
 
 PROG = "archiver"
 #: Seconds a crawler process of ``--processes N`` may take to stop once its supervisor is
@@ -131,183 +134,9 @@ def _port(text: str) -> int:
     return port
 
 
-def build_parser() -> argparse.ArgumentParser:
-    parser = _Parser(
-        prog=PROG,
-        description="An archiving web crawler: byte-exact WARC/1.1, CDXJ, WACZ.",
-        epilog=(
-            "Try it: archiver serve-sample, then archiver crawl http://127.0.0.1:8000/ -o "
-            "crawls/sample, archiver report crawls/sample, archiver replay crawls/sample. "
-            "archiver COMMAND --help explains every option."
-        ),
-    )
-    parser.add_argument("--version", action="version", version=f"{PROG} {__version__}")
-    sub = parser.add_subparsers(dest="command", metavar="COMMAND", parser_class=_Parser)
-
-    crawl = sub.add_parser(
-        "crawl",
-        help="crawl a site into WARC files and an index",
-        description=(
-            "Crawl from the seed URLs into OUTPUT (WARC files, index.cdxj, crawl.log.jsonl, "
-            "summary.json). Re-running the same command on the same output resumes an "
-            "interrupted crawl. Every option can also be set in a TOML file (--config); "
-            "command-line options override it. Exit codes: 0 completed, 1 failed, 2 usage, "
-            "3 interrupted (resumable), 4 locked."
-        ),
-    )
-    crawl.add_argument("seeds", nargs="*", metavar="URL", help="seed URLs")
-    crawl.add_argument(
-        "--config", metavar="FILE", help="TOML settings file (see config/default.toml)"
-    )
-    crawl.add_argument(
-        "-v",
-        "--verbose",
-        action="count",
-        default=None,
-        help="more console output: -v every fetch, -vv debug (default: warnings only)",
-    )
-    _add_setting_options(crawl)
-
-    idx = sub.add_parser(
-        "index",
-        help="build or merge the CDXJ index of crawl directories or WARC files",
-        description=(
-            "Merge the per-WARC index journals of one or more crawl directories (for example "
-            "the output directories of several processes of one Redis crawl) into one sorted "
-            "CDXJ. WARC files without a journal (e.g. left .open by a killed process) are read "
-            "record by record."
-        ),
-    )
-    idx.add_argument("paths", nargs="+", metavar="DIR", help="crawl directories or WARC files")
-    idx.add_argument("-o", "--output", metavar="FILE", help="index file (default: DIR/index.cdxj)")
-    idx.add_argument(
-        "--cdx11",
-        action="store_true",
-        help="also write the classic 11-field CDX (index.cdx) next to it (default: off)",
-    )
-
-    ver = sub.add_parser(
-        "verify",
-        help="check WARC files and their index, or a WACZ package and its signature",
-        description=(
-            "Walk every gzip member and record of every WARC file under DIR, recompute block "
-            "and payload digests (payload: transfer coding removed, content coding kept), check "
-            "request/response pairing, and that every index line points at its record. Given "
-            "a .wacz file: check every file's sha256 against datapackage.json, datapackage.json "
-            "against datapackage-digest.json, and the signature, and say who signed and when."
-        ),
-    )
-    ver.add_argument(
-        "paths", nargs="+", metavar="PATH", help="crawl directory, WARC dir or files, or .wacz"
-    )
-    ver.add_argument(
-        "--index", metavar="FILE", help="CDXJ index to check (default: DIR/index.cdxj)"
-    )
-    ver.add_argument(
-        "--trusted-roots",
-        metavar="FILE",
-        help=(
-            "PEM file of root certificates to trust for domain signatures and time stamps "
-            "(default: authsign's roots only: Let's Encrypt, FreeTSA, DigiCert)"
-        ),
-    )
-    ver.add_argument("--json", action="store_true", help="print the report as JSON (default: text)")
-
-    keygen = sub.add_parser(
-        "keygen",
-        help="make a key to sign WACZ packages with (--wacz-sign-key)",
-        description=(
-            "Write a new ECDSA P-384 private key to FILE (PEM, mode 0600, never over an "
-            "existing file) and its public key to FILE.pub, and print the public key's sha-256 "
-            "fingerprint. Packages signed with it carry the public key (the anonymous identity "
-            "of WACZ signing): publish the fingerprint so readers can tell the key is yours."
-        ),
-    )
-    keygen.add_argument("path", metavar="FILE", help="private key file to create")
-
-    wz = sub.add_parser(
-        "wacz",
-        help="package a crawl as a WACZ file",
-        description=(
-            "Package a crawl directory as a WACZ 1.1.1 file for ReplayWeb.page: its WARC files, "
-            "its index (ZipNum), its pages with titles, datapackage.json. --wacz does this at "
-            "the end of a finished crawl; this command packages any crawl later."
-        ),
-    )
-    wz.add_argument("path", metavar="DIR", help="crawl directory")
-    wz.add_argument("-o", "--output", metavar="FILE", help="WACZ file (default: DIR/DIR-NAME.wacz)")
-
-    rep = sub.add_parser(
-        "report",
-        help="render an HTML report of a crawl",
-        description=(
-            "Render a self-contained HTML report of a crawl directory from its summary.json "
-            "and crawl.log.jsonl: captures over time, status and MIME breakdown, top hosts, "
-            "largest resources, failures and skips with example URLs, files written. The file "
-            "loads nothing from the network."
-        ),
-    )
-    rep.add_argument("path", metavar="DIR", help="crawl directory")
-    rep.add_argument(
-        "-o", "--output", metavar="FILE", help="report file (default: DIR/report.html)"
-    )
-
-    rpl = sub.add_parser(
-        "replay",
-        help="replay a crawl in pywb",
-        description=(
-            "Start pywb on a crawl's WARC files and index, print the URL to open, and serve "
-            "until Ctrl-C. pywb is not a dependency of archiver (it pins conflicting "
-            "libraries): install it in its own environment, e.g. pipx install pywb, or "
-            "python3 -m venv ~/.pywb && ~/.pywb/bin/pip install pywb==2.10.0."
-        ),
-    )
-    rpl.add_argument("path", metavar="DIR", help="crawl directory")
-    rpl.add_argument(
-        "--port",
-        type=_port,
-        default=8080,
-        help="port on 127.0.0.1; 0 picks a free one (default: 8080)",
-    )
-    rpl.add_argument(
-        "--pywb-venv",
-        metavar="DIR",
-        default=os.environ.get("ARCHIVER_PYWB") or None,
-        help=(
-            "the environment pywb is installed in (a venv directory, or its wayback script) "
-            "(default: $ARCHIVER_PYWB, else wayback on PATH)"
-        ),
-    )
-
-    sample = sub.add_parser(
-        "serve-sample",
-        help="serve a small local sample site to try a crawl on",
-        description=(
-            "Serve a small sample site on 127.0.0.1 until Ctrl-C: about twenty pages, CSS with "
-            "@import and url() images, a srcset, redirects, a 404, a gzip-encoded page, the "
-            "same image at two URLs (a revisit), robots.txt and sitemap.xml."
-        ),
-    )
-    sample.add_argument(
-        "--port",
-        type=_port,
-        default=8000,
-        help="port on 127.0.0.1; 0 picks a free one (default: 8000)",
-    )
-
-    ign = sub.add_parser(
-        "ignore",
-        help="skip URLs matching a pattern in a crawl, even while it runs",
-        description=(
-            "Append PATTERN (a Python regular expression, searched in each URL) to DIR/ignores. "
-            "A running crawl reads the file again within seconds: URLs it discovers or leases "
-            "from then on that match are skipped (reason 'ignored'), those already queued "
-            "included. The file may be edited by hand too: one pattern per line, # comments."
-        ),
-    )
-    ign.add_argument("path", metavar="DIR", help="crawl directory")
-    ign.add_argument("pattern", metavar="PATTERN", help="regular expression")
-
+def _add_steering_commands(sub: Any) -> None:
+    """``pause``, ``unpause``, ``add`` and ``queue``: a running (or stopped) crawl steered
+    through its directory."""
     pause = sub.add_parser(
         "pause",
         help="pause a crawl: no new fetch starts until it is unpaused",
@@ -375,6 +204,207 @@ def build_parser() -> argparse.ArgumentParser:
         "(default: the recorded one)",
     )
 
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = _Parser(
+        prog=PROG,
+        description="An archiving web crawler: byte-exact WARC/1.1, CDXJ, WACZ.",
+        epilog=(
+            "Try it: archiver serve-sample, then archiver crawl http://127.0.0.1:8000/ -o "
+            "crawls/sample, archiver report crawls/sample, archiver replay crawls/sample. "
+            "archiver COMMAND --help explains every option."
+        ),
+    )
+    parser.add_argument("--version", action="version", version=f"{PROG} {__version__}")
+    sub = parser.add_subparsers(dest="command", metavar="COMMAND", parser_class=_Parser)
+
+    crawl = sub.add_parser(
+        "crawl",
+        help="crawl a site into WARC files and an index",
+        description=(
+            "Crawl from the seed URLs into OUTPUT (WARC files, index.cdxj, crawl.log.jsonl, "
+            "summary.json). Re-running the same command on the same output resumes an "
+            "interrupted crawl. Every option can also be set in a TOML file (--config); "
+            "command-line options override it. Exit codes: 0 completed, 1 failed, 2 usage, "
+            "3 interrupted (resumable), 4 locked."
+        ),
+    )
+    crawl.add_argument("seeds", nargs="*", metavar="URL", help="seed URLs")
+    crawl.add_argument(
+        "--config", metavar="FILE", help="TOML settings file (see config/default.toml)"
+    )
+    crawl.add_argument(
+        "-v",
+        "--verbose",
+        action="count",
+        default=None,
+        help="more console output: -v every fetch, -vv debug (default: warnings only)",
+    )
+    _add_setting_options(crawl)
+
+    idx = sub.add_parser(
+        "index",
+        help="build or merge the CDXJ index of crawl directories or WARC files",
+        description=(
+            "Merge the per-WARC index journals of one or more crawl directories (for example "
+            "the output directories of several processes of one Redis crawl) into one sorted "
+            "CDXJ. WARC and ARC files without a journal (other tools' files, or files left "
+            ".open by a killed process) are read record by record; a damaged record is left "
+            "out, reported on stderr, and reading goes on after it."
+        ),
+    )
+    idx.add_argument("paths", nargs="+", metavar="DIR", help="crawl directories or WARC files")
+    idx.add_argument("-o", "--output", metavar="FILE", help="index file (default: DIR/index.cdxj)")
+    idx.add_argument(
+        "--allow-partial",
+        action="store_true",
+        help="exit 0 even when damaged records were left out of the index (each is still "
+        "reported on stderr; default: exit 1)",
+    )
+    idx.add_argument(
+        "--cdx11",
+        action="store_true",
+        help="also write the classic 11-field CDX (index.cdx) next to it (default: off)",
+    )
+
+    ver = sub.add_parser(
+        "verify",
+        help="check WARC files and their index, or a WACZ package and its signature",
+        description=(
+            "Walk every gzip member and record of every WARC and ARC file under DIR, going on "
+            "after a damaged one; recompute block and payload digests (payload: transfer coding "
+            "removed, content coding kept); judge every file by WARC 1.x (its own version) and "
+            "the files archiver wrote by archiver's own rules too; check that every index line "
+            "points at its record. Given a .wacz file: check every file's sha256 against "
+            "datapackage.json, datapackage.json against datapackage-digest.json, and the "
+            "signature, and say who signed and when."
+        ),
+    )
+    ver.add_argument(
+        "paths", nargs="+", metavar="PATH", help="crawl directory, WARC dir or files, or .wacz"
+    )
+    ver.add_argument(
+        "--index", metavar="FILE", help="CDXJ index to check (default: DIR/index.cdxj)"
+    )
+    ver.add_argument(
+        "--trusted-roots",
+        metavar="FILE",
+        help=(
+            "PEM file of root certificates to trust for domain signatures and time stamps "
+            "(default: authsign's roots only: Let's Encrypt, FreeTSA, DigiCert)"
+        ),
+    )
+    ver.add_argument("--json", action="store_true", help="print the report as JSON (default: text)")
+    ver.add_argument(
+        "--archiver-rules",
+        action="store_true",
+        help="judge every file by archiver's own stricter rules too (WARC/1.1 only, warcinfo "
+        "first, each response followed by its request); default: only the files archiver wrote",
+    )
+
+    keygen = sub.add_parser(
+        "keygen",
+        help="make a key to sign WACZ packages with (--wacz-sign-key)",
+        description=(
+            "Write a new ECDSA P-384 private key to FILE (PEM, mode 0600, never over an "
+            "existing file) and its public key to FILE.pub, and print the public key's sha-256 "
+            "fingerprint. Packages signed with it carry the public key (the anonymous identity "
+            "of WACZ signing): publish the fingerprint so readers can tell the key is yours."
+        ),
+    )
+    keygen.add_argument("path", metavar="FILE", help="private key file to create")
+
+    wz = sub.add_parser(
+        "wacz",
+        help="package a crawl as a WACZ file",
+        description=(
+            "Package a crawl directory as a WACZ 1.1.1 file for ReplayWeb.page: its WARC files, "
+            "its index (ZipNum), its pages with titles, datapackage.json. --wacz does this at "
+            "the end of a finished crawl; this command packages any crawl later."
+        ),
+    )
+    wz.add_argument("path", metavar="DIR", help="crawl directory")
+    wz.add_argument("-o", "--output", metavar="FILE", help="WACZ file (default: DIR/DIR-NAME.wacz)")
+
+    rep = sub.add_parser(
+        "report",
+        help="render an HTML report of a crawl",
+        description=(
+            "Render a self-contained HTML report of a crawl directory from its summary.json "
+            "and crawl.log.jsonl: captures over time, status and MIME breakdown, top hosts, "
+            "largest resources, failures and skips with example URLs, files written. The file "
+            "loads nothing from the network."
+        ),
+    )
+    rep.add_argument("path", metavar="DIR", help="crawl directory")
+    rep.add_argument(
+        "-o", "--output", metavar="FILE", help="report file (default: DIR/report.html)"
+    )
+
+    rpl = sub.add_parser(
+        "replay",
+        help="replay a crawl in pywb",
+        description=(
+            "Start pywb on a crawl's WARC files and index, print the URL to open, and serve "
+            "until Ctrl-C. pywb is not a dependency of archiver (it pins conflicting "
+            "libraries): install it in its own environment, e.g. pipx install pywb, or "
+            "python3 -m venv ~/.pywb && ~/.pywb/bin/pip install pywb==2.10.0."
+        ),
+    )
+    rpl.add_argument("path", metavar="DIR", help="crawl directory")
+    rpl.add_argument(
+        "--port",
+        type=_port,
+        default=8080,
+        help="port on 127.0.0.1; 0 picks a free one (default: 8080)",
+    )
+    rpl.add_argument(
+        "--pywb-venv",
+        metavar="DIR",
+        default=os.environ.get("ARCHIVER_PYWB") or None,
+        help=(
+            "the environment pywb is installed in (a venv directory, or its wayback script) "
+            "(default: $ARCHIVER_PYWB, else wayback on PATH)"
+        ),
+    )
+
+    from archiver.commands.qa import add_parser as add_qa  # noqa: PLC0415
+    from archiver.commands.qa import add_patch_parser  # noqa: PLC0415
+
+    add_qa(sub)
+    add_patch_parser(sub)
+
+    sample = sub.add_parser(
+        "serve-sample",
+        help="serve a small local sample site to try a crawl on",
+        description=(
+            "Serve a small sample site on 127.0.0.1 until Ctrl-C: about twenty pages, CSS with "
+            "@import and url() images, a srcset, redirects, a 404, a gzip-encoded page, the "
+            "same image at two URLs (a revisit), robots.txt and sitemap.xml."
+        ),
+    )
+    sample.add_argument(
+        "--port",
+        type=_port,
+        default=8000,
+        help="port on 127.0.0.1; 0 picks a free one (default: 8000)",
+    )
+
+    ign = sub.add_parser(
+        "ignore",
+        help="skip URLs matching a pattern in a crawl, even while it runs",
+        description=(
+            "Append PATTERN (a Python regular expression, searched in each URL) to DIR/ignores. "
+            "A running crawl reads the file again within seconds: URLs it discovers or leases "
+            "from then on that match are skipped (reason 'ignored'), those already queued "
+            "included. The file may be edited by hand too: one pattern per line, # comments."
+        ),
+    )
+    ign.add_argument("path", metavar="DIR", help="crawl directory")
+    ign.add_argument("pattern", metavar="PATTERN", help="regular expression")
+
+    _add_steering_commands(sub)
+
     sub.add_parser(
         "version",
         help="print the version of archiver and its libraries",
@@ -415,7 +445,7 @@ async def _run_crawl(settings: Settings, display: Display) -> CrawlResult:
         for note in run.notes:
             display.log_stream.write(f"archiver: job {run.job.name}: {note}\n")
         result = await _run_crawler(run.settings, display)
-        run.finish(result.status, result.exit_code, result.reason, result.summary)
+        run.finish(result.status, exit_code(result.status), result.reason, result.summary)
         return result
 
 
@@ -511,7 +541,28 @@ def cmd_crawl(args: argparse.Namespace) -> int:
         display.print_summary(result)
     else:
         sys.stderr.write(final_line(result) + "\n")
-    return int(result.exit_code)
+    if settings.qa and exit_code(result.status) == EXIT_OK and result.output is not None:
+        return _prove(settings, Path(result.output))
+    return exit_code(result.status)
+
+
+def _prove(settings: Settings, crawl_dir: Path) -> int:
+    """``--qa``: the finished crawl checked and patched (``archiver patch``), its outcome
+    printed. The crawl's exit code stands (``archiver qa DIR --fail-on-miss`` afterwards exits
+    1 while pages stay incomplete, without checking them again)."""
+    from archiver.commands.qa import patch_summary  # noqa: PLC0415
+    from archiver.qa.options import QaOptions  # noqa: PLC0415
+    from archiver.run.patch import patch_crawl  # noqa: PLC0415
+
+    options = QaOptions(
+        tabs=settings.browser_tabs,
+        page_timeout=max(settings.page_timeout, 45.0),
+        chromium=settings.chromium,
+    )
+    sys.stderr.write(f"archiver: checking that every page of {crawl_dir} replays (--qa)\n")
+    patched = _run(patch_crawl(crawl_dir, options))
+    sys.stderr.write(patch_summary(patched))
+    return EXIT_OK
 
 
 def crawl_process(argv: Sequence[str]) -> int:
@@ -535,7 +586,7 @@ def crawl_process(argv: Sequence[str]) -> int:
     display = Display(settings, sys.stderr)
     crawler = Crawler(settings, console=display.log_stream, supervised_as=process_id)
     result: CrawlResult = _run(_run_child(crawler, display))
-    return int(result.exit_code)
+    return exit_code(result.status)
 
 
 async def _run_child(crawler: Crawler, display: Display) -> CrawlResult:
@@ -559,13 +610,48 @@ async def _run_child(crawler: Crawler, display: Display) -> CrawlResult:
 
 
 def cmd_index(args: argparse.Namespace) -> int:
+    from archiver.index.cdxj import ScanReport  # noqa: PLC0415
     from archiver.run.finish import index_paths  # noqa: PLC0415
 
     paths = [Path(p) for p in args.paths]
     output = Path(args.output) if args.output else None
-    count, written = index_paths(paths, output, cdx11=args.cdx11)
+    report = ScanReport()
+    count, written = index_paths(paths, output, cdx11=args.cdx11, report=report)
+    for line in scan_messages(report):
+        sys.stderr.write(f"{PROG} index: {line}\n")
     print(f"archiver: wrote {count} index lines to {written}")
-    return EXIT_OK
+    if report.complete:
+        return EXIT_OK
+    left = len(report.left_out) + len(report.unindexable)
+    if args.allow_partial:
+        sys.stderr.write(
+            f"{PROG} index: {left} left out (listed above), accepted by --allow-partial\n"
+        )
+        return EXIT_OK
+    sys.stderr.write(
+        f"{PROG} index: error: {left} left out (listed above): the index lacks them; "
+        "--allow-partial accepts an index without them\n"
+    )
+    return EXIT_FAILED
+
+
+def scan_messages(report: ScanReport) -> list[str]:
+    """One line per region or record an index scan left out, then one per kind of quirk it
+    read past (with how many records had it and where the first was)."""
+    lines = [
+        f"left out {path}@{damage.offset}: {damage.reason} ({damage.skipped})"
+        for path, damage in report.left_out
+    ]
+    lines += [f"left out {path}@{offset}: {why}" for path, offset, why in report.unindexable]
+    first: dict[str, tuple[Path, int]] = {}
+    counts: Counter[str] = Counter()
+    for path, offset, quirk in report.quirks:
+        counts[quirk] += 1
+        first.setdefault(quirk, (path, offset))
+    for quirk, n in counts.items():
+        path, offset = first[quirk]
+        lines.append(f"warning: read past {n} record(s) where {quirk} (first: {path}@{offset})")
+    return lines
 
 
 def cmd_verify(args: argparse.Namespace) -> int:
@@ -578,7 +664,7 @@ def cmd_verify(args: argparse.Namespace) -> int:
     if index_path is None and len(paths) == 1 and (paths[0] / "index.cdxj").exists():
         index_path = paths[0] / "index.cdxj"
     targets = [p / "warcs" if (p / "warcs").is_dir() else p for p in paths]
-    report = verify.verify(targets, index=index_path)
+    report = verify.verify(targets, index=index_path, archiver_rules=args.archiver_rules)
     if args.json:
         print(json.dumps(verify.to_json(report), indent=2))
     else:
@@ -643,6 +729,18 @@ def cmd_replay(args: argparse.Namespace) -> int:
 
     pywb = Path(args.pywb_venv) if args.pywb_venv else None
     return replay.serve(Path(args.path), args.port, pywb=pywb)
+
+
+def cmd_qa(args: argparse.Namespace) -> int:
+    from archiver.commands import qa  # noqa: PLC0415
+
+    return qa.cmd_qa(args)
+
+
+def cmd_patch(args: argparse.Namespace) -> int:
+    from archiver.commands import qa  # noqa: PLC0415
+
+    return qa.cmd_patch(args)
 
 
 def cmd_serve_sample(args: argparse.Namespace) -> int:
@@ -724,6 +822,8 @@ COMMANDS = {
     "report": cmd_report,
     "wacz": cmd_wacz,
     "replay": cmd_replay,
+    "qa": cmd_qa,
+    "patch": cmd_patch,
     "serve-sample": cmd_serve_sample,
     "ignore": cmd_ignore,
     "pause": cmd_pause,

@@ -31,6 +31,7 @@ import subprocess
 import sys
 import tempfile
 import time
+from dataclasses import dataclass
 from pathlib import Path
 from types import FrameType
 from typing import IO
@@ -156,8 +157,9 @@ def _link(target: Path, link: Path) -> None:
     link.symlink_to(target.resolve(), target_is_directory=target.is_dir())
 
 
-def build_collection(crawl_dir: Path, root: Path) -> Path:
-    """Lay out a pywb collection for ``crawl_dir`` under ``root``; returns ``root``."""
+def build_collection(crawl_dir: Path, root: Path, *, framed: bool = True) -> Path:
+    """Lay out a pywb collection for ``crawl_dir`` under ``root``; returns ``root``. Unframed
+    (``framed=False``), the archived page is the top document (a replay check reads it)."""
     index = crawl_dir / "index.cdxj"
     warcs = crawl_dir / "warcs"
     if not index.is_file():
@@ -169,7 +171,8 @@ def build_collection(crawl_dir: Path, root: Path) -> Path:
         raise ReplayError(f"no warcs/ directory in {crawl_dir}")
     collection = root / "collections" / COLLECTION
     (collection / "indexes").mkdir(parents=True, exist_ok=True)
-    (root / "config.yaml").write_text(CONFIG_YAML, encoding="utf-8")
+    config = CONFIG_YAML if framed else CONFIG_YAML + "framed_replay: false\n"
+    (root / "config.yaml").write_text(config, encoding="utf-8")
     archive = collection / "archive"
     if archive.is_dir() and not archive.is_symlink():
         shutil.rmtree(archive)
@@ -242,20 +245,35 @@ def _log_tail(path: Path) -> str:
     return lines[-1] if lines else ""
 
 
-def serve(
-    crawl_dir: Path,
-    port: int,
-    *,
-    pywb: Path | None = None,
-    out: IO[str] | None = None,
-) -> int:
-    """Serve ``crawl_dir`` in pywb on 127.0.0.1:``port`` until Ctrl-C/SIGTERM; returns 0.
+@dataclass
+class PywbServer:
+    """A pywb started by :func:`start_pywb`: stop it with :meth:`stop`."""
 
-    Raises :class:`ReplayError` when pywb is missing or cannot start.
-    """
-    out = out or sys.stdout
+    proc: subprocess.Popen[bytes]
+    port: int
+    version: str
+    root: Path
+
+    @property
+    def base(self) -> str:
+        """The collection's replay prefix: ``BASE + TIMESTAMP/URL`` replays a capture."""
+        return f"http://{HOST}:{self.port}/{COLLECTION}/"
+
+    @property
+    def log_path(self) -> Path:
+        return self.root / "pywb.log"
+
+    def stop(self) -> None:
+        _stop(self.proc)
+
+
+def start_pywb(
+    crawl_dir: Path, port: int, *, pywb: Path | None = None, framed: bool = True
+) -> PywbServer:
+    """Start pywb on ``crawl_dir`` on 127.0.0.1:``port`` (0: a free one) and return once it
+    serves. Raises :class:`ReplayError` when pywb is missing or cannot start."""
     python = find_pywb_python(pywb)
-    root = build_collection(crawl_dir, _replay_root(crawl_dir))
+    root = build_collection(crawl_dir, _replay_root(crawl_dir), framed=framed)
     log_path = root / "pywb.log"
     with open(log_path, "wb") as log:
         proc = subprocess.Popen(
@@ -265,11 +283,6 @@ def serve(
             stderr=log,
             start_new_session=True,  # the terminal's Ctrl-C is ours; we stop pywb by PID
         )
-    previous: dict[signal.Signals, signal._HANDLER] = {}
-
-    def on_signal(signum: int, frame: FrameType | None) -> None:
-        raise _StopSignalError
-
     try:
         first = _read_first_line(proc, STARTUP_TIMEOUT)
         if first.startswith("error: "):
@@ -285,19 +298,47 @@ def serve(
                 f"pywb exited with {proc.returncode} before serving"
                 + (f": {tail}" if tail else f" (see {log_path})")
             )
-        base = f"http://{HOST}:{port_text}/{COLLECTION}/"
+    except BaseException:
+        _stop(proc)
+        raise
+    return PywbServer(proc, int(port_text), version, root)
+
+
+def serve(
+    crawl_dir: Path,
+    port: int,
+    *,
+    pywb: Path | None = None,
+    out: IO[str] | None = None,
+) -> int:
+    """Serve ``crawl_dir`` in pywb on 127.0.0.1:``port`` until Ctrl-C/SIGTERM; returns 0.
+
+    Raises :class:`ReplayError` when pywb is missing or cannot start.
+    """
+    out = out or sys.stdout
+    server = start_pywb(crawl_dir, port, pywb=pywb)
+    proc = server.proc
+    previous: dict[signal.Signals, signal._HANDLER] = {}
+
+    def on_signal(signum: int, frame: FrameType | None) -> None:
+        raise _StopSignalError
+
+    try:
+        base = server.base
         seeds = _seeds(crawl_dir)
-        lines = [f"archiver: pywb {version} is replaying {crawl_dir} at {base} (Ctrl-C to stop)"]
+        lines = [
+            f"archiver: pywb {server.version} is replaying {crawl_dir} at {base} (Ctrl-C to stop)"
+        ]
         if seeds:
             lines.append(f"  open:          {base}{seeds[0]}")
             lines.append(f"  all captures:  {base}*/{seeds[0]}*")
-        lines.append(f"  pywb log:      {log_path}")
+        lines.append(f"  pywb log:      {server.log_path}")
         out.write("\n".join(lines) + "\n")
         out.flush()
         for sig in (signal.SIGINT, signal.SIGTERM):
             previous[sig] = signal.signal(sig, on_signal)
         code = proc.wait()
-        raise ReplayError(f"pywb stopped unexpectedly (exit {code}); see {log_path}")
+        raise ReplayError(f"pywb stopped unexpectedly (exit {code}); see {server.log_path}")
     except _StopSignalError:
         return 0
     finally:

@@ -398,6 +398,10 @@ footer { color:var(--dim); text-align:center; font-size:12px; padding:16px; }
 .shots { display:flex; flex-wrap:wrap; gap:12px; margin:12px 0; }
 .shots figure { margin:0; width:240px; }
 .shots img { width:240px; border:1px solid var(--line); }
+.qa-pair { display:flex; flex-wrap:wrap; gap:12px; align-items:flex-start; margin:12px 0; }
+.qa-pair p { flex-basis:100%; margin:0; }
+.qa-pair figure { margin:0; width:300px; max-height:600px; overflow:hidden; }
+.qa-pair img { width:300px; border:1px solid var(--line); }
 """
 
 
@@ -521,6 +525,9 @@ def _details(crawl_dir: Path, s: Summary, log: LogFindings | None) -> list[tuple
         )
     if s.browser is not None:
         sections.append(("Browser", _browser(crawl_dir, s.browser, log)))
+    qa_section = _qa(crawl_dir, s.qa)
+    if qa_section is not None:
+        sections.append(("Replay check (archiver qa)", qa_section))
     files = _table(
         ("kind", "file", "size"),
         ((e(k), _url(f), e(z)) for k, f, z in _file_rows(crawl_dir, s)),
@@ -580,6 +587,137 @@ def _browser(crawl_dir: Path, browser: BrowserSummary, log: LogFindings | None) 
         ((_url(x.url), _url(x.uri), _url(x.warc), e(x.offset)) for x in shots),
     )
     return text + f'<div class="shots">{"".join(pictures)}</div>' + listing
+
+
+#: Pages of the replay check shown with their screenshots (the worst first).
+QA_PAGES_SHOWN = 8
+#: Pages of the replay check listed with their missing URLs.
+QA_PAGES_LISTED = 200
+#: Missing URLs listed per page.
+QA_MISSES_LISTED = 50
+#: A screenshot larger than this is not inlined (the report stays small).
+QA_MAX_INLINE = 4 * 1024 * 1024
+_QA_ORDER = {"failed": 0, "incomplete": 1, "differs": 2, "unreplayable": 3, "complete": 4}
+
+
+def qa_lines(crawl_dir: Path) -> list[dict[str, Any]]:
+    """The lines of ``qa.jsonl``, the worst page first: failed, incomplete, unreplayable,
+    complete; then by missing URLs (most first) and by similarity (lowest first)."""
+    path = crawl_dir / "qa.jsonl"
+    lines: list[dict[str, Any]] = []
+    if not path.is_file():
+        return lines
+    with open(path, encoding="utf-8", errors="replace") as fh:
+        for raw in fh:
+            with contextlib.suppress(ValueError):
+                line = json.loads(raw)
+                if isinstance(line, dict) and isinstance(line.get("url"), str):
+                    lines.append(line)
+
+    def worst(line: dict[str, Any]) -> tuple[int, int, float, str]:
+        scores = [
+            float(value)
+            for value in (line.get("text_similarity"), line.get("screenshot_similarity"))
+            if isinstance(value, int | float)
+        ]
+        return (
+            _QA_ORDER.get(str(line.get("status")), 0),
+            -len(line.get("misses") or []),
+            min(scores, default=1.0),
+            str(line["url"]),
+        )
+
+    return sorted(lines, key=worst)
+
+
+def _qa(crawl_dir: Path, totals: Any) -> str | None:
+    """The replay check: totals, the worst pages with their replay and reference screenshots
+    side by side, and the URLs each page lacked."""
+    lines = qa_lines(crawl_dir)
+    if not lines and not isinstance(totals, dict):
+        return None
+    t = totals if isinstance(totals, dict) else {}
+    rows = [
+        ("pages checked", t.get("pages", len(lines))),
+        ("complete", t.get("complete", 0)),
+        ("incomplete (URLs missing)", t.get("incomplete", 0)),
+        ("unreplayable (a WebSocket: no fetch can fix it)", t.get("unreplayable", 0)),
+        ("differs (nothing missing, yet reads unlike the crawl's page)", t.get("differs", 0)),
+        ("failed (the page itself could not be replayed)", t.get("failed", 0)),
+        ("URLs missing", t.get("missing_urls", 0)),
+        ("URLs served by fuzzy matching (another capture)", t.get("fuzzy_urls", 0)),
+        ("mean text similarity", t.get("text_similarity", "-")),
+        ("mean screenshot similarity", t.get("screenshot_similarity", "-")),
+    ]
+    parts = [_table(("", ""), ((e(k), e("-" if v is None else v)) for k, v in rows))]
+    figures = []
+    for line in lines[:QA_PAGES_SHOWN]:
+        pictures = [
+            _qa_picture(crawl_dir, line.get(name), label)
+            for name, label in (("screenshot", "replay"), ("reference_screenshot", "reference"))
+        ]
+        if any(pictures):
+            figures.append(
+                f'<div class="qa-pair"><p>{_url(line["url"])} · {e(line.get("status"))}</p>'
+                f"{''.join(p for p in pictures if p)}</div>"
+            )
+    parts.append("".join(figures))
+    listed = []
+    for line in lines[:QA_PAGES_LISTED]:
+        misses = list(line.get("misses") or [])
+        fuzzy = list(line.get("fuzzy") or [])
+        unfixable = list(line.get("unfixable") or [])
+        scores = ", ".join(
+            f"{label} {line[key]}"
+            for key, label in (("text_similarity", "text"), ("screenshot_similarity", "screenshot"))
+            if line.get(key) is not None
+        )
+        rows_missing = [
+            (_url(str(m.get("url"))), e(m.get("type", "")), e(m.get("initiator", "")),
+             _url(str(m.get("navigation") or "")) if m.get("navigation") else "page load")
+            for m in misses[:QA_MISSES_LISTED]
+        ]  # fmt: skip
+        rows_fuzzy = [
+            (_url(str(f.get("url"))), _url(str(f.get("served"))), e(f.get("reason", "")))
+            for f in fuzzy[:QA_MISSES_LISTED]
+        ]
+        body = _table(("missing URL", "type", "initiator", "during"), rows_missing)
+        if rows_fuzzy:
+            body += "<p>served by another capture:</p>" + _table(
+                ("asked for", "served", "why"), rows_fuzzy
+            )
+        if unfixable:
+            body += "<p>no fetch can fix:</p>" + _table(
+                ("URL", "why"), ((_url(str(u.get("url"))), e(u.get("reason"))) for u in unfixable)
+            )
+        listed.append(
+            f"<details><summary><b>{e(line.get('status'))}</b> {_url(line['url'])} · "
+            f"{len(misses)} missing{e(' · ' + scores if scores else '')}</summary>{body}"
+            "</details>"
+        )
+    parts.append("".join(listed))
+    return "".join(parts)
+
+
+def _qa_picture(crawl_dir: Path, name: Any, label: str) -> str | None:
+    """A screenshot of the check (a file under ``DIR/qa/``) inlined; None when absent."""
+    if not isinstance(name, str) or not name.startswith("qa/") or ".." in name:
+        return None
+    path = crawl_dir / name
+    try:
+        if path.stat().st_size > QA_MAX_INLINE:
+            note = f"{e(label)}: {_url(name)} (too large to show)"
+            return f"<figure><figcaption>{note}</figcaption></figure>"
+        data = path.read_bytes()
+    except OSError:
+        return None
+    if not data.startswith(b"\x89PNG\r\n\x1a\n"):
+        return None
+    encoded = base64.b64encode(data).decode("ascii")
+    return (
+        f'<figure><img alt="" src="data:image/png;base64,{encoded}">'
+        f"<figcaption>{e(label)}</figcaption></figure>"
+    )
 
 
 def _read_screenshot(path: Path, shot: Screenshot) -> bytes | None:

@@ -1,25 +1,33 @@
-"""The judge behind ``archiver verify``: are these WARC files and their CDXJ index what we promise?
+"""The judge behind ``archiver verify``: are these WARC files (and their CDXJ index) sound?
 
 warcio and fastwarc hash chunked bodies with their framing (against WARC 1.1 §6.3.2, see
 iipc/warc-specifications#22) and miss a truncated last member, so they cannot judge our output.
 This module reads every file through :mod:`archiver.warc.reader` (a member walk that trusts
-nothing) and checks, streaming each block once through the hashers:
+nothing, and goes on after a damaged record so every one is reported) and checks, streaming
+each block once through the hashers.
 
-1. every gzip member is valid and holds exactly one record, with nothing after the last one
-   (WARC 1.1 annex D); ``.open`` files mean a writer did not finish;
-2. ``warcinfo`` comes first and its ``WARC-Filename`` is the file's name (implementation
-   guidelines #3);
-3. mandatory fields (section 5), unique record ids, ``WARC-Target-URI`` without brackets or
-   whitespace (section 5.14 and annotated spec), version ``WARC/1.1`` (our policy);
-4. ``WARC-Block-Digest`` over the block; ``WARC-Payload-Digest`` over the entity body with the
-   chunked coding removed and the content coding kept (section 5.9, iipc/warc-specifications#22),
-   via :mod:`archiver.fetch.httpframe`, the framing code the capture uses;
-5. each response/revisit is immediately followed by its request (same URI and date, section 5.4
-   "one capture event shares one WARC-Date"), and no request stands alone;
-6. revisits carry the fields replay needs (section 6.7.2; pywb resolves by
-   Refers-To-Target-URI + Refers-To-Date) and name their original's payload digest;
-7. optionally a CDXJ index: byte-sorted, every line's slice is one record that matches it, and
-   every response/revisit has a line.
+Every rule is of one of three kinds (:class:`Kind`), and the report keeps them apart:
+
+* **WARC 1.x** (``standard``): what the standard requires of any file, judged by the file's own
+  version (WARC/1.0 allows angle brackets around ``WARC-Target-URI`` and only whole seconds in
+  ``WARC-Date``; WARC/1.1 the reverse): every gzip member valid and holding one record (annex
+  D), mandatory fields (section 5), unique record ids, digests that match (section 5.9: the
+  payload with the chunked coding removed and the content coding kept, via
+  :mod:`archiver.index.payload`), revisits per their profile (section 6.7; a profile the reader
+  does not know is reported and not interpreted, section 6.7.1); records other tools write that
+  warcio and FastWARC still read (a quirk of the record grammar) are warnings;
+* **archiver's own** (``archiver``): what archiver promises of the files it writes, beyond the
+  standard: ``WARC/1.1`` only, a ``warcinfo`` first naming the file (implementation guidelines
+  #3), every response or revisit followed by its request (same URI and date), sha1 Base32
+  digests, the fields pywb needs to resolve a revisit. They judge the files archiver wrote (its
+  ``warcinfo`` says ``software: archiver/``), and every file with ``archiver_rules``;
+* **index**: a CDXJ index byte-sorted, every line's slice one record that matches it, every
+  response and revisit with a line. The index is read as ``archiver index`` writes it (and
+  cdxj-indexer): an uncompressed record's length without the empty lines after it, the target
+  URI without WARC 1.0's angle brackets, spaces percent-encoded, metadata records indexed.
+
+ARC files (:mod:`archiver.warc.arc`) are judged for their structure and against the index; the
+WARC field rules do not apply to them.
 
 Memory is constant per record; across records it grows only by what cross-record rules need
 (record ids, and one small entry per response/revisit/resource for revisits and the index).
@@ -38,8 +46,8 @@ from pathlib import Path
 
 from archiver.digest import ALGORITHMS, Hasher, label, new_hasher, parse_label
 from archiver.errors import WarcFormatError
-from archiver.fetch.httpframe import ChunkedDecoder, Framing, ResponseFramer, State
-from archiver.httphead import HEAD_END, field_values, parse_status_line, split_head, start_line
+from archiver.httphead import parse_status_line, start_line
+from archiver.index.payload import BlockPayload, HttpPayload, computed_digest, payload_for
 from archiver.warc.reader import (
     BlockSink,
     Damage,
@@ -48,19 +56,16 @@ from archiver.warc.reader import (
     RecordInfo,
     iter_records,
     read_record_at,
+    target_uri_of,
 )
 
-#: Largest HTTP header block looked for (the crawler refuses bigger ones long before this).
-MAX_HTTP_HEAD = 1 << 20
-#: Bytes handed to the HTTP framer per call. ChunkedDecoder copies the rest of its input to look
-#: for each line end, so its cost grows with (piece size x number of chunks): small pieces keep
-#: a body of tiny chunks linear (200,000 one-byte chunks: 0.5 s at 4 KiB, 6 s at 1 MiB).
-_FRAMER_PIECE = 4 << 10
 #: Findings kept in full per rule; the rest are only counted.
 MAX_DETAILS = 200
 
-_WARC_SUFFIXES = (".warc.gz", ".warc", ".open")
+_WARC_SUFFIXES = (".warc.gz", ".warc", ".arc.gz", ".arc", ".open")
 _DATE = re.compile(r"\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d(?:\.\d{1,9})?Z\Z")
+#: WARC/1.0's date: whole seconds only (ISO 28500:2009 section 5.4)
+_DATE_1_0 = re.compile(r"\d{4}-\d\d-\d\dT\d\d:\d\d:\d\dZ\Z")
 _RECORD_ID = re.compile(r"<[A-Za-z][A-Za-z0-9+.-]*:[^\s<>]+>\Z")
 _BAD_URI_CHAR = re.compile(r"[\s<>\x00-\x1f\x7f]")
 _ABSOLUTE_URI = re.compile(r"[A-Za-z][A-Za-z0-9+.-]*:")
@@ -84,68 +89,92 @@ _SINGULAR = frozenset(
     )
 )
 _NEEDS_TARGET = ("response", "request", "revisit", "resource")
-_PROFILES = (
-    "http://netpreserve.org/warc/1.1/revisit/identical-payload-digest",
-    "http://netpreserve.org/warc/1.1/revisit/server-not-modified",
-    "http://netpreserve.org/warc/1.0/revisit/identical-payload-digest",
-    "http://netpreserve.org/warc/1.0/revisit/server-not-modified",
+#: the profiles of WARC 1.1 section 6.7, as 1.1, 1.0 and the drafts 0.18 and 0.17 name them
+_IDENTICAL = tuple(
+    f"http://netpreserve.org/warc/{v}/revisit/identical-payload-digest"
+    for v in ("1.1", "1.0", "0.18", "0.17")
 )
+_NOT_MODIFIED = tuple(
+    f"http://netpreserve.org/warc/{v}/revisit/server-not-modified"
+    for v in ("1.1", "1.0", "0.18", "0.17")
+)
+_PROFILES = (*_IDENTICAL, *_NOT_MODIFIED)
+#: how archiver's warcinfo names its writer (a file with it is judged by archiver's rules)
+_OURS = re.compile(rb"(?:\A|\n)software:[ \t]*archiver/")
 
 
 class Severity(enum.StrEnum):
-    ERROR = "error"  #: breaks a "shall" of WARC 1.1 or one of archiver's promises: fails verify
+    ERROR = "error"  #: breaks a "shall" of the standard or one of archiver's promises: fails
     WARNING = "warning"  #: a "should", or something we could not check
 
 
-#: Every rule, its severity and what it means; the CLI documents this table.
-RULES: dict[str, tuple[Severity, str]] = {
-    "no-files": (Severity.ERROR, "no WARC file found"),
-    "file-unreadable": (Severity.ERROR, "a file cannot be read"),
-    "not-closed": (Severity.ERROR, "a file still ends in .open: its writer did not finish"),
-    "gzip-member-cut": (Severity.ERROR, "the file ends inside a gzip member (crash tail)"),
-    "gzip-member-corrupt": (Severity.ERROR, "invalid gzip data (deflate, CRC or length check)"),
-    "gzip-multi-record": (Severity.ERROR, "a gzip member holds several records (annex D)"),
-    "trailing-garbage": (Severity.ERROR, "bytes after the last record that are no record"),
-    "record-malformed": (Severity.ERROR, "a member or record is not one well-formed record"),
-    "warcinfo-first": (Severity.ERROR, "the first record is not a warcinfo record"),
-    "warcinfo-filename": (Severity.ERROR, "warcinfo WARC-Filename differs from the file name"),
-    "warcinfo-content-type": (Severity.WARNING, "warcinfo is not application/warc-fields"),
-    "version": (Severity.ERROR, "the version line is not WARC/1.1"),
-    "mandatory-field": (Severity.ERROR, "a mandatory field is missing"),
-    "field-repeated": (Severity.ERROR, "a non-repeatable field appears twice"),
-    "record-id-syntax": (Severity.ERROR, "a record id is not <URI> without whitespace"),
-    "record-id-duplicate": (Severity.ERROR, "a WARC-Record-ID is used twice"),
-    "date-syntax": (Severity.ERROR, "WARC-Date is not a UTC W3CDTF timestamp"),
-    "target-uri": (Severity.ERROR, "WARC-Target-URI has brackets or whitespace, or is relative"),
-    "digest-syntax": (Severity.ERROR, "a digest value cannot be decoded"),
-    "digest-algorithm": (Severity.WARNING, "a digest algorithm archiver cannot check"),
-    "digest-encoding": (Severity.WARNING, "a digest not in canonical form (sha1 Base32)"),
-    "block-digest": (Severity.ERROR, "WARC-Block-Digest does not match the block"),
-    "payload-digest": (Severity.ERROR, "WARC-Payload-Digest does not match the payload"),
-    "payload-digest-missing": (Severity.WARNING, "a response without WARC-Payload-Digest"),
-    "payload-unreadable": (Severity.WARNING, "the HTTP payload could not be located"),
-    "request-missing": (Severity.ERROR, "a response/revisit not followed by its request"),
-    "request-mismatch": (Severity.ERROR, "a request's URI or date differs from its response's"),
-    "orphan-request": (Severity.ERROR, "a request not right after the response it names"),
-    "metadata-unlinked": (Severity.WARNING, "metadata Concurrent-To names another capture"),
-    "revisit-fields": (Severity.ERROR, "a revisit lacks a field replay needs"),
-    "revisit-truncated": (Severity.ERROR, "a revisit with a block lacks WARC-Truncated: length"),
-    "revisit-profile": (Severity.WARNING, "an unknown revisit profile"),
-    "revisit-digest": (Severity.ERROR, "a revisit's payload digest differs from its original's"),
-    "revisit-refers": (Severity.ERROR, "Refers-To-Target-URI/-Date differ from the original"),
-    "index-file": (Severity.ERROR, "the index file cannot be read"),
-    "index-syntax": (Severity.ERROR, "an index line is not 'key timestamp {json}'"),
-    "index-sorted": (Severity.ERROR, "the index is not in byte order (LC_ALL=C sort)"),
-    "index-filename": (Severity.ERROR, "an index line names a file that was not verified"),
-    "index-slice": (Severity.ERROR, "an index line's slice is not exactly one record"),
-    "index-type": (Severity.ERROR, "an index line points at a record that is not indexable"),
-    "index-url": (Severity.ERROR, "an index line's url differs from WARC-Target-URI"),
-    "index-timestamp": (Severity.ERROR, "an index line's timestamp differs from WARC-Date"),
-    "index-digest": (Severity.ERROR, "an index line's digest differs from WARC-Payload-Digest"),
-    "index-status": (Severity.ERROR, "an index line's status differs from the HTTP status"),
-    "index-key": (Severity.ERROR, "an index line's key differs from the URL's SURT"),
-    "index-duplicate": (Severity.ERROR, "two index lines point at the same record"),
-    "index-missing": (Severity.ERROR, "a response/revisit record has no index line"),
+class Kind(enum.StrEnum):
+    """Whose rule a finding breaks (see the module docstring)."""
+
+    STANDARD = "standard"  #: violates WARC 1.x (the file's own version)
+    ARCHIVER = "archiver"  #: not what archiver writes (its own files, or --archiver-rules)
+    INDEX = "index"  #: the CDXJ index does not match the files
+
+
+S, A, X = Kind.STANDARD, Kind.ARCHIVER, Kind.INDEX
+E, W = Severity.ERROR, Severity.WARNING
+#: Every rule, its severity, its kind and what it means; the CLI documents this table.
+RULES: dict[str, tuple[Severity, Kind, str]] = {
+    "no-files": (E, S, "no WARC or ARC file found"),
+    "file-unreadable": (E, S, "a file cannot be read"),
+    "not-closed": (E, S, "a file still ends in .open: its writer did not finish"),
+    "gzip-member-cut": (E, S, "the file ends inside a gzip member (crash tail)"),
+    "gzip-member-corrupt": (E, S, "invalid gzip data (deflate, CRC or length check)"),
+    "gzip-multi-record": (E, S, "a gzip member holds several records (annex D)"),
+    "trailing-garbage": (E, S, "bytes that are no record (after the last, or between two)"),
+    "record-malformed": (E, S, "a member or record is not one well-formed record"),
+    "record-quirk": (W, S, "a record outside section 4's grammar that warcio still reads"),
+    "mandatory-field": (E, S, "a mandatory field is missing"),
+    "field-repeated": (E, S, "a non-repeatable field appears twice"),
+    "record-id-syntax": (E, S, "a record id is not <URI> without whitespace"),
+    "record-id-duplicate": (E, S, "a WARC-Record-ID is used twice"),
+    "date-syntax": (E, S, "WARC-Date is not a UTC W3CDTF timestamp its version allows"),
+    "target-uri": (E, S, "WARC-Target-URI has whitespace, brackets (1.1) or is relative"),
+    "digest-syntax": (E, S, "a digest value cannot be decoded"),
+    "digest-algorithm": (W, S, "a digest algorithm archiver cannot check"),
+    "block-digest": (E, S, "WARC-Block-Digest does not match the block"),
+    "payload-digest": (E, S, "WARC-Payload-Digest does not match the payload"),
+    "payload-unreadable": (W, S, "the HTTP payload could not be located"),
+    "revisit-fields": (E, S, "a revisit lacks WARC-Profile, or its profile's payload digest"),
+    "revisit-truncated": (E, S, "an identical-payload revisit's block lacks WARC-Truncated"),
+    "revisit-profile": (W, S, "an unknown revisit profile: not interpreted (6.7.1)"),
+    "revisit-digest": (E, S, "a revisit's payload digest differs from its original's"),
+    "revisit-refers": (E, S, "Refers-To-Target-URI/-Date differ from the original"),
+    "version": (E, A, "the version line is not WARC/1.1"),
+    "warcinfo-first": (E, A, "the first record is not a warcinfo record"),
+    "warcinfo-filename": (E, A, "warcinfo WARC-Filename differs from the file name"),
+    "warcinfo-content-type": (W, A, "warcinfo is not application/warc-fields"),
+    "digest-encoding": (W, A, "a digest not in canonical form (sha1 Base32)"),
+    "payload-digest-missing": (W, A, "a response without WARC-Payload-Digest"),
+    "request-missing": (E, A, "a response/revisit not followed by its request"),
+    "request-mismatch": (E, A, "a request's URI or date differs from its response's"),
+    "orphan-request": (E, A, "a request not right after the response it names"),
+    "metadata-unlinked": (W, A, "metadata Concurrent-To names another capture"),
+    "revisit-refers-missing": (E, A, "a revisit lacks Refers-To-Target-URI/-Date (pywb)"),
+    "index-file": (E, X, "the index file cannot be read"),
+    "index-syntax": (E, X, "an index line is not 'key timestamp {json}'"),
+    "index-sorted": (E, X, "the index is not in byte order (LC_ALL=C sort)"),
+    "index-filename": (E, X, "an index line names a file that was not verified"),
+    "index-slice": (E, X, "an index line's slice is not exactly one record"),
+    "index-type": (E, X, "an index line points at a record that is not indexable"),
+    "index-url": (E, X, "an index line's url differs from WARC-Target-URI"),
+    "index-timestamp": (E, X, "an index line's timestamp differs from WARC-Date"),
+    "index-digest": (E, X, "an index line's digest differs from the record's payload digest"),
+    "index-status": (E, X, "an index line's status differs from the HTTP status"),
+    "index-key": (E, X, "an index line's key differs from the URL's SURT"),
+    "index-duplicate": (E, X, "two index lines point at the same record"),
+    "index-missing": (E, X, "a response/revisit record has no index line"),
+}
+#: How the report names each kind.
+KIND_TITLES = {
+    Kind.STANDARD: "violates WARC 1.x",
+    Kind.ARCHIVER: "not what archiver writes",
+    Kind.INDEX: "the index",
 }
 
 _DAMAGE_RULES = {
@@ -176,6 +205,8 @@ class VerifyReport:
     ``rule_counts`` counts them all."""
 
     files: int = 0
+    #: files judged by archiver's own rules too (archiver wrote them, or archiver_rules)
+    files_archiver: int = 0
     bytes: int = 0
     records: Counter[str] = field(default_factory=Counter)
     blocks_checked: int = 0
@@ -209,126 +240,26 @@ def _severity(rule: str) -> Severity:
     return RULES[rule][0]
 
 
-# ----------------------------------------------------------------------------- payloads
-class _HttpPayload:
-    """Digest of the payload of an ``application/http`` block, fed piece by piece.
-
-    The payload is the entity body: the bytes after the HTTP header block with the chunked
-    transfer coding removed and any content coding kept (WARC 1.1 section 5.9, RFC 2616
-    section 4.3 / 7.2.1, iipc/warc-specifications#22). When the stored body is not valid chunked
-    coding, the stored bytes are the only reading of it; when the record was truncated inside
-    the coding, the de-chunked prefix is the payload (that is what the writer hashed).
-    """
-
-    __slots__ = (
-        "_chunked",
-        "_framer",
-        "_head",
-        "_live",
-        "_plain",
-        "_raw",
-        "_seen",
-        "body_start",
-    )
-
-    def __init__(self, algorithm: str, *, request: bool) -> None:
-        self._raw = new_hasher(algorithm)  # the body as stored
-        self._plain = new_hasher(algorithm)  # the body with chunking removed
-        self._seen = 0
-        self._live = True  # framing code still needs the bytes
-        self._head = bytearray()
-        self._chunked: ChunkedDecoder | None = None
-        self._framer = (
-            None
-            if request
-            else ResponseFramer(on_body=self._plain.update, max_header_bytes=MAX_HTTP_HEAD)
-        )
-        self.body_start: int | None = None
-
-    def feed(self, data: memoryview) -> None:
-        start = self._seen
-        self._seen += len(data)
-        if self._live:
-            if self._framer is not None:
-                self._feed_framer(data)
-            else:
-                self._feed_request(data, start)
-        if self.body_start is None:
-            if self._framer is None or not self._framer_found_head():
-                return
-            self.body_start = self._framer.header_length
-        self._raw.update(data[max(0, self.body_start - start) :])
-
-    def _framer_found_head(self) -> bool:
-        framer = self._framer
-        assert framer is not None
-        return framer.state in (State.BODY, State.DONE) or (
-            framer.state is State.ERROR and framer.header_length > 0
-        )
-
-    def _feed_framer(self, data: memoryview) -> None:
-        # ResponseFramer (not a plain CRLF CRLF search) so interim 1xx responses count as head.
-        framer = self._framer
-        assert framer is not None
-        for i in range(0, len(data), _FRAMER_PIECE):
-            framer.feed(data[i : i + _FRAMER_PIECE])
-            if framer.state is State.HEADERS:
-                continue
-            if framer.state is not State.BODY or framer.framing is not Framing.CHUNKED:
-                self._live = False  # only chunked bodies need the framer after the head
-                return
-
-    def _feed_request(self, data: memoryview, start: int) -> None:
-        if self._chunked is not None:
-            for i in range(0, len(data), _FRAMER_PIECE):
-                self._chunked.feed(data[i : i + _FRAMER_PIECE])
-                if self._chunked.done or self._chunked.error is not None:
-                    self._live = False
-                    return
-            return
-        before = len(self._head)
-        self._head += data[: MAX_HTTP_HEAD + 4 - before]
-        match = HEAD_END.search(self._head, max(0, before - 3))
-        if match is None:
-            if len(self._head) > MAX_HTTP_HEAD:
-                self._live = False
-            return
-        self.body_start = match.end()
-        _, headers = split_head(bytes(self._head[: match.start()]))
-        self._head = bytearray()
-        codings = b",".join(field_values(headers, b"transfer-encoding")).lower().split(b",")
-        if codings[-1].strip() != b"chunked":
-            self._live = False
-            return
-        self._chunked = ChunkedDecoder(self._plain.update)
-        self._feed_request(data[self.body_start - start :], self.body_start)
-
-    def result(self) -> bytes | str:
-        """The payload digest, or why the payload cannot be located."""
-        if self.body_start is None:
-            if self._framer is not None and self._framer.error is not None:
-                return f"HTTP header block not readable: {self._framer.error}"
-            return "end of the HTTP header block not found"
-        if self._framer is not None:
-            chunked = self._framer.framing is Framing.CHUNKED
-            broken = self._framer.state is State.ERROR
-        else:
-            chunked = self._chunked is not None
-            broken = self._chunked is not None and self._chunked.error is not None
-        return self._plain.digest() if chunked and not broken else self._raw.digest()
+def _kind(rule: str) -> Kind:
+    return RULES[rule][1]
 
 
 class _RecordCheck:
     """Digest checks and facts gathered while one record's block streams past."""
 
-    __slots__ = ("_feeders", "block", "payload", "problems", "sniff")
+    __slots__ = ("_feeders", "block", "computed", "info", "payload", "problems", "sniff")
 
     def __init__(self, head: RecordHead, digests: bool) -> None:
         self.problems: list[tuple[str, str]] = []
+        #: the start of a warcinfo block (who wrote the file)
+        self.info = bytearray()
+        #: the payload digest of a record that declares none (what ``archiver index`` gives
+        #: its line): computed only when digests are checked
+        self.computed: HttpPayload | BlockPayload | None = None
         #: (declared value, algorithm, hasher) of the block digest
         self.block: tuple[str, str, Hasher] | None = None
         #: (declared value, algorithm, what computes it) of the payload digest
-        self.payload: tuple[str, str, _HttpPayload | Hasher] | None = None
+        self.payload: tuple[str, str, HttpPayload | Hasher] | None = None
         self.sniff = bytearray()
         self._feeders: list[Callable[[memoryview], object]] = []
         kind = head.record_type
@@ -336,8 +267,13 @@ class _RecordCheck:
         is_http = ctype.startswith("application/http")
         if kind in ("response", "revisit") and is_http:
             self._feeders.append(self._sniff)
+        if kind == "warcinfo":
+            self._feeders.append(self._keep_info)
         if not digests:
             return
+        self.computed = payload_for(head)
+        if self.computed is not None:
+            self._feeders.append(self.computed.feed)
         declared = self._algorithm(head, "WARC-Block-Digest")
         if declared is not None:
             hasher = new_hasher(declared[1])
@@ -348,9 +284,9 @@ class _RecordCheck:
         declared = self._algorithm(head, "WARC-Payload-Digest")
         if declared is None:
             return
-        payload: _HttpPayload | Hasher
+        payload: HttpPayload | Hasher
         if is_http and kind != "resource":
-            payload = _HttpPayload(declared[1], request=kind == "request")
+            payload = HttpPayload(declared[1], request=kind == "request")
             self._feeders.append(payload.feed)
         else:  # not HTTP: the payload is the whole block (WARC 1.1 section 5.9)
             payload = new_hasher(declared[1])
@@ -372,6 +308,10 @@ class _RecordCheck:
         else:
             self.problems.append(("digest-algorithm", f"{name} uses {algorithm}: not checked"))
         return None
+
+    def _keep_info(self, data: memoryview) -> None:
+        if len(self.info) < 4096:
+            self.info += data[: 4096 - len(self.info)]
 
     def _sniff(self, data: memoryview) -> None:
         if len(self.sniff) < 32:
@@ -402,12 +342,13 @@ class _Target:
 
     file: str
     offset: int
-    length: int
+    length: int  #: as an index line gives it (uncompressed: without the empty lines after)
     kind: str
-    uri: str | None
+    uri: str | None  #: the URI WARC-Target-URI names (RecordHead.target)
     date: str | None
-    payload_digest: str | None
+    payload_digest: str | None  #: declared, or else computed (None when neither)
     status: int | None
+    extent: int = 0  #: the record's bytes in the file, empty lines after it included
 
 
 @dataclass(slots=True)
@@ -437,8 +378,13 @@ class _Verifier:
         self.by_id: dict[str, _Target] = {}
         self.revisits: list[_Revisit] = []
         self._basenames: dict[str, str | None] | None = None
+        #: judge every file by archiver's own rules too, not only the files archiver wrote
+        self.archiver_rules = False
+        self._house = False  #: archiver's rules apply to the file being read
 
     def add(self, rule: str, file: str, offset: int | None, message: str) -> None:
+        if _kind(rule) is Kind.ARCHIVER and not self._house:
+            return
         self.report.add(rule, file, offset, message)
 
     # --------------------------------------------------------------------- one file
@@ -459,21 +405,38 @@ class _Verifier:
             return check.sink()
 
         first = True
+        self._house = self.archiver_rules
         awaiting: RecordInfo | None = None  # a response/revisit waiting for its request
         capture_head: str | None = None  # id of the record metadata may name
-        for item in iter_records(path, on_block=on_block):
+        for item in iter_records(path, on_block=on_block, resync=True):
             if isinstance(item, Damage):
-                self.add(_DAMAGE_RULES[item.kind], name, item.offset, item.reason)
-                break
+                skipped = f" ({item.skipped})" if item.skipped else ""
+                self.add(_DAMAGE_RULES[item.kind], name, item.offset, item.reason + skipped)
+                if awaiting is not None:
+                    self._request_missing(awaiting, name)
+                awaiting, capture_head = None, None
+                continue
             rec = item
             kind = rec.record_type
             report.records[kind or "(none)"] += 1
+            check = current[0]
+            for quirk in rec.quirks:
+                self.add("record-quirk", name, rec.offset, quirk)
             if first:
-                self._check_warcinfo(rec, name, final_name)
                 first = False
+                if kind == "warcinfo" and _OURS.search(check.info) is not None:
+                    self._house = True
+                if self._house:
+                    report.files_archiver += 1
+                if not rec.is_arc:
+                    self._check_warcinfo(rec, name, final_name)
+            if rec.is_arc:  # ARC: no WARC fields to judge, no digests declared
+                if kind == "response":
+                    self._remember(rec, check, name)
+                continue
             self._check_fields(rec, name)
-            self._check_digests(rec, current[0], name)
-            # pairing (rule 5): response/revisit, then at once its request
+            self._check_digests(rec, check, name)
+            # pairing (archiver's rule): response/revisit, then at once its request
             if awaiting is not None:
                 resp, awaiting = awaiting, None
                 if kind == "request" and resp.record_id in rec.get_all("WARC-Concurrent-To"):
@@ -486,9 +449,10 @@ class _Verifier:
                 self._orphan(rec, name)
             if kind in ("response", "revisit"):
                 awaiting = rec
+            if kind in ("response", "revisit", "resource", "metadata"):
+                self._remember(rec, check, name)
             if kind in ("response", "revisit", "resource"):
                 capture_head = rec.record_id
-                self._remember(rec, current[0], name)
             elif kind == "warcinfo":
                 capture_head = None
             elif kind == "metadata":
@@ -503,9 +467,8 @@ class _Verifier:
                     )
             if kind == "revisit":
                 self._check_revisit(rec, name)
-        else:
-            if first:
-                self.add("warcinfo-first", name, None, "the file holds no record")
+        if first:
+            self.add("warcinfo-first", name, None, "the file holds no record")
         if awaiting is not None:
             self._request_missing(awaiting, name)
 
@@ -539,6 +502,7 @@ class _Verifier:
         off = rec.offset
         if rec.version != "WARC/1.1":
             self.add("version", name, off, f"version line {rec.version}, policy is WARC/1.1")
+        version_1_0 = rec.version != "WARC/1.1"
         for field_name in _MANDATORY:
             if rec.get(field_name) is None:
                 self.add("mandatory-field", name, off, f"no {field_name}")
@@ -561,14 +525,18 @@ class _Verifier:
                 if not _RECORD_ID.match(value):
                     self.add("record-id-syntax", name, off, f"{field_name} {value!r}")
         date = rec.date
-        if date is not None and not _DATE.match(date):
-            self.add("date-syntax", name, off, f"WARC-Date {date!r}")
+        if date is not None and not (_DATE_1_0 if version_1_0 else _DATE).match(date):
+            whole = " (WARC/1.0 dates have whole seconds)" if _DATE.match(date) else ""
+            self.add("date-syntax", name, off, f"WARC-Date {date!r}{whole}")
         target = rec.target_uri
         if target is None:
             if kind in _NEEDS_TARGET:
                 self.add("mandatory-field", name, off, f"{kind} record without WARC-Target-URI")
-        elif _BAD_URI_CHAR.search(target) or not _ABSOLUTE_URI.match(target):
-            self.add("target-uri", name, off, f"WARC-Target-URI {target!r}")
+            return
+        if version_1_0 and target.startswith("<") and target.endswith(">"):
+            target = target[1:-1]  # WARC/1.0's uri rule is "<" URI ">" (Wget writes it so)
+        if _BAD_URI_CHAR.search(target) or not _ABSOLUTE_URI.match(target):
+            self.add("target-uri", name, off, f"WARC-Target-URI {rec.target_uri!r}")
 
     def _check_digests(self, rec: RecordInfo, check: _RecordCheck, name: str) -> None:
         report = self.report
@@ -584,7 +552,7 @@ class _Verifier:
                     report.blocks_failed += 1
         if check.payload is not None:
             value, algorithm, payload = check.payload
-            result = payload.result() if isinstance(payload, _HttpPayload) else payload.digest()
+            result = payload.result() if isinstance(payload, HttpPayload) else payload.digest()
             if isinstance(result, str):
                 self.add("payload-unreadable", name, rec.offset, result)
                 return
@@ -650,50 +618,56 @@ class _Verifier:
         )
 
     def _remember(self, rec: RecordInfo, check: _RecordCheck, name: str) -> None:
+        digest = rec.get("WARC-Payload-Digest")
+        if digest is None and check.computed is not None:
+            digest = computed_digest(check.computed)
         target = _Target(
             file=name,
             offset=rec.offset,
-            length=rec.length,
+            length=rec.index_length,
             kind=rec.record_type,
-            uri=rec.target_uri,
+            uri=rec.target,
             date=rec.date,
-            payload_digest=rec.get("WARC-Payload-Digest"),
+            payload_digest=digest,
             status=check.status if rec.record_type == "response" else None,
+            extent=rec.length,
         )
         self.targets[(name, rec.offset)] = target
         if rec.record_id is not None:
             self.by_id.setdefault(rec.record_id, target)
 
     def _check_revisit(self, rec: RecordInfo, name: str) -> None:
+        """WARC 1.1 section 6.7: the profile decides what a revisit must carry; a reader that
+        does not know the profile "shall not attempt to interpret" the record (6.7.1)."""
         off = rec.offset
+        profile = rec.get("WARC-Profile")
+        if not profile:
+            self.add("revisit-fields", name, off, "revisit without WARC-Profile")
+            return
+        if profile not in _PROFILES:
+            self.add("revisit-profile", name, off, f"WARC-Profile {profile!r}: not interpreted")
+            return
+        identical = profile in _IDENTICAL
+        if identical and not rec.get("WARC-Payload-Digest"):
+            self.add("revisit-fields", name, off, f"{profile} revisit without WARC-Payload-Digest")
         missing = [
-            f
-            for f in (
-                "WARC-Profile",
-                "WARC-Payload-Digest",
-                "WARC-Refers-To-Target-URI",
-                "WARC-Refers-To-Date",
-            )
-            if not rec.get(f)
+            f for f in ("WARC-Refers-To-Target-URI", "WARC-Refers-To-Date") if not rec.get(f)
         ]
         if missing:
-            self.add("revisit-fields", name, off, f"revisit without {', '.join(missing)}")
-        profile = rec.get("WARC-Profile")
-        if profile and profile not in _PROFILES:
-            self.add("revisit-profile", name, off, f"WARC-Profile {profile!r}")
-        if rec.content_length > 0 and rec.get("WARC-Truncated") != "length":
+            self.add("revisit-refers-missing", name, off, f"revisit without {', '.join(missing)}")
+        if identical and rec.content_length > 0 and rec.get("WARC-Truncated") != "length":
             self.add(
                 "revisit-truncated",
                 name,
                 off,
                 f"revisit keeps a {rec.content_length}-byte block but WARC-Truncated is "
-                f"{rec.get('WARC-Truncated')!r}, not 'length'",
+                f"{rec.get('WARC-Truncated')!r}, not 'length' (section 6.7.2)",
             )
         self.revisits.append(
             _Revisit(
                 file=name,
                 offset=off,
-                digest=rec.get("WARC-Payload-Digest"),
+                digest=rec.get("WARC-Payload-Digest") if identical else None,
                 refers_to=rec.get("WARC-Refers-To"),
                 refers_uri=rec.get("WARC-Refers-To-Target-URI"),
                 refers_date=rec.get("WARC-Refers-To-Date"),
@@ -706,8 +680,9 @@ class _Verifier:
         for rev in self.revisits:
             original = self.by_id.get(rev.refers_to) if rev.refers_to else None
             if original is not None:
+                refers_uri = target_uri_of(rev.refers_uri) if rev.refers_uri else None
                 for have, want, what in (
-                    (rev.refers_uri, original.uri, "WARC-Refers-To-Target-URI"),
+                    (refers_uri, original.uri, "WARC-Refers-To-Target-URI"),
                     (rev.refers_date, original.date, "WARC-Refers-To-Date"),
                 ):
                     if have is not None and have != want:
@@ -722,7 +697,7 @@ class _Verifier:
                     by_uri_date = {}
                     for target in self.targets.values():
                         by_uri_date.setdefault((target.uri, target.date), target)
-                original = by_uri_date.get((rev.refers_uri, rev.refers_date))
+                original = by_uri_date.get((target_uri_of(rev.refers_uri), rev.refers_date))
             if original is None or not original.payload_digest or not rev.digest:
                 continue
             if not _same_digest(rev.digest, original.payload_digest):
@@ -792,14 +767,14 @@ class _Verifier:
             bad("index-filename", f"filename {filename!r} is not among the verified files")
             return
         target = self.targets.get((name, offset))
-        if target is None or target.length != length:
+        if target is None or length not in (target.length, target.extent):
             target = self._slice_target(path, name, offset, length, bad)
             if target is None:
                 return
         if (name, offset) in matched:
             bad("index-duplicate", f"a second line for {name}@{offset}")
         matched.add((name, offset))
-        if target.kind not in ("response", "revisit", "resource"):
+        if target.kind not in ("response", "revisit", "resource", "metadata"):
             bad("index-type", f"{name}@{offset} is a {target.kind or 'typeless'} record")
         if url != target.uri:
             bad("index-url", f"url {url!r}, WARC-Target-URI {target.uri!r}")
@@ -810,7 +785,7 @@ class _Verifier:
         if digest is not None and (
             target.payload_digest is None or not _same_digest(str(digest), target.payload_digest)
         ):
-            bad("index-digest", f"digest {digest!r}, WARC-Payload-Digest {target.payload_digest!r}")
+            bad("index-digest", f"digest {digest!r}, the payload's {target.payload_digest!r}")
         status = obj.get("status")
         if (
             status not in (None, "-")
@@ -862,10 +837,11 @@ class _Verifier:
             offset=offset,
             length=length,
             kind=rec.record_type,
-            uri=rec.target_uri,
+            uri=rec.target,
             date=rec.date,
             payload_digest=rec.get("WARC-Payload-Digest"),
             status=None,
+            extent=rec.length,
         )
 
 
@@ -903,21 +879,26 @@ def verify(
     index: str | os.PathLike[str] | None = None,
     digest_checks: bool = True,
     urlkey: Callable[[str], str] | None = None,
+    archiver_rules: bool = False,
 ) -> VerifyReport:
-    """Check WARC files (directories are searched recursively) and optionally their CDXJ index.
+    """Check WARC and ARC files (directories are searched recursively) and optionally their
+    CDXJ index.
 
-    ``urlkey`` (e.g. the crawler's SURT function) turns on the index key check; without it keys
-    are not judged. ``digest_checks=False`` skips hashing (a structure-only pass).
+    Every file is judged by WARC 1.x; archiver's own rules judge the files archiver wrote, and
+    every file with ``archiver_rules``. ``urlkey`` (e.g. the crawler's SURT function) turns on
+    the index key check; without it keys are not judged. ``digest_checks=False`` skips hashing
+    (a structure-only pass).
     """
     report = VerifyReport()
     verifier = _Verifier(report, digest_checks, urlkey)
+    verifier.archiver_rules = archiver_rules
     for path, name in _discover(paths):
         try:
             verifier.check_file(path, name)
         except OSError as exc:
             report.add("file-unreadable", name, None, f"cannot read {path}: {exc}")
     if report.files == 0:
-        report.add("no-files", "", None, "no *.warc.gz, *.warc or *.open file found")
+        report.add("no-files", "", None, "no *.warc.gz, *.warc, *.arc.gz, *.arc or *.open file")
     verifier.resolve_revisits()
     if index is not None:
         verifier.check_index(Path(index))
@@ -935,24 +916,31 @@ def _size(count: int) -> str:
 
 
 def render(report: VerifyReport, *, details: int = 3) -> str:
-    """A short human summary: counters, one line per failing rule with its first details,
-    and a last line ``VERIFY OK`` or ``VERIFY FAILED``."""
+    """A short human summary: counters, the failing rules of each kind (WARC 1.x, archiver's
+    own, the index) with their first details, and a last line ``VERIFY OK`` or
+    ``VERIFY FAILED``."""
     kinds = ", ".join(f"{kind} {n}" for kind, n in sorted(report.records.items()))
     lines = [
         f"{report.files} files, {sum(report.records.values())} records ({kinds or 'none'}), "
-        f"{_size(report.bytes)}",
+        f"{_size(report.bytes)}; judged by WARC 1.x, {report.files_archiver} of them by "
+        "archiver's own rules too",
         f"blocks: {report.blocks_checked} checked, {report.blocks_failed} failed; "
         f"payloads: {report.payloads_checked} checked, {report.payloads_failed} failed; "
         f"index lines: {report.index_lines_checked} checked, {report.index_lines_failed} failed",
     ]
-    order = sorted(report.rule_counts, key=lambda r: (_severity(r) is not Severity.ERROR, r))
-    for rule in order:
-        count = report.rule_counts[rule]
-        lines.append(f"{_severity(rule).upper()} {rule} ({count}): {RULES[rule][1]}")
-        shown = [f for f in report.findings if f.rule == rule][:details]
-        lines.extend(f"  {finding}" for finding in shown)
-        if count > len(shown):
-            lines.append(f"  ... and {count - len(shown)} more")
+    for kind in Kind:
+        rules = [r for r in report.rule_counts if _kind(r) is kind]
+        if not rules:
+            continue
+        lines.append(f"{KIND_TITLES[kind]}:")
+        order = sorted(rules, key=lambda r: (_severity(r) is not Severity.ERROR, r))
+        for rule in order:
+            count = report.rule_counts[rule]
+            lines.append(f"  {_severity(rule).upper()} {rule} ({count}): {RULES[rule][2]}")
+            shown = [f for f in report.findings if f.rule == rule][:details]
+            lines.extend(f"    {finding}" for finding in shown)
+            if count > len(shown):
+                lines.append(f"    ... and {count - len(shown)} more")
     lines.append("VERIFY OK" if report.ok else "VERIFY FAILED")
     return "\n".join(lines)
 
@@ -962,6 +950,7 @@ def to_json(report: VerifyReport) -> dict[str, object]:
     return {
         "ok": report.ok,
         "files": report.files,
+        "files_archiver_rules": report.files_archiver,
         "bytes": report.bytes,
         "records": dict(report.records),
         "blocks": {"checked": report.blocks_checked, "failed": report.blocks_failed},
@@ -973,12 +962,13 @@ def to_json(report: VerifyReport) -> dict[str, object]:
         "errors": report.errors,
         "warnings": report.warnings,
         "rules": {
-            rule: {"severity": str(_severity(rule)), "count": n}
+            rule: {"severity": str(_severity(rule)), "kind": str(_kind(rule)), "count": n}
             for rule, n in sorted(report.rule_counts.items())
         },
         "findings": [
             {
                 "severity": str(f.severity),
+                "kind": str(_kind(f.rule)),
                 "rule": f.rule,
                 "file": f.file,
                 "offset": f.offset,

@@ -1,7 +1,9 @@
-"""Settings -> the configuration of each component (scope, fetcher, frontier, warcinfo, seeds).
+"""Settings -> the configuration of each component (scope, robots.txt, fetcher, frontier, WARC
+writer, browser, politeness, warcinfo, seeds).
 
 Kept apart from the crawler so the crawler orchestrates and these small functions say, in one
-place each, how a user's settings become a component's behaviour.
+place each, how a user's settings become a component's behaviour: nothing else reads a setting
+to configure a component (:mod:`archiver.run.wiring` calls these and hands the results on).
 """
 
 from __future__ import annotations
@@ -15,6 +17,7 @@ import socket
 import time
 from collections.abc import Iterable
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from archiver import urls
 from archiver.config.seeds import crawl_rules, crawl_seeds, wants_browser
@@ -26,14 +29,21 @@ from archiver.fetch.proxy import ProxyRoutes, parse_direct_hosts, parse_proxy_ur
 from archiver.frontier.config import FrontierConfig
 from archiver.policy.credentials import credential_scope
 from archiver.policy.netguard import AddressPolicy
+from archiver.policy.politeness import Politeness
+from archiver.policy.robots import HostDelay, Robots, RobotsCache
 from archiver.policy.scope import Scope, ScopeRules, seeds_in_order
 from archiver.policy.seeds import Seed, SeedLoader, SeedTable
 from archiver.policy.sitemaps import SitemapPolicy
 from archiver.sign.keys import load_signing_key
 from archiver.sign.signer import KeySigner, RemoteSigner, Signer
-from archiver.timefmt import parse_w3c_datetime
+from archiver.timefmt import Clock, parse_w3c_datetime
 from archiver.version import __version__
 from archiver.warc.naming import safe_name_part
+from archiver.warc.records import RecordFactory
+from archiver.warc.writer import IndexJournal, WriterConfig
+
+if TYPE_CHECKING:
+    from archiver.browser.pool import BrowserConfig
 
 
 def default_output(seeds: Iterable[str]) -> Path:
@@ -247,6 +257,73 @@ def frontier_config(
         delay=s.per_host_delay or 0.0,
         max_pause=s.max_retry_after or 600.0,
         max_crawl_delay=s.max_crawl_delay if s.max_crawl_delay is not None else math.inf,
+    )
+
+
+def robots_checker(
+    s: Settings, *, set_host_delay: HostDelay | None, shared: RobotsCache | None
+) -> Robots:
+    """robots.txt as ``--robots`` says (RFC 9309: obeyed, or fetched and archived but not
+    obeyed), for ``--robots-agent``; a Crawl-delay, capped by ``--max-crawl-delay``, reaches
+    the frontier through ``set_host_delay``; ``shared`` is the copy the processes of a crawl
+    share."""
+    return Robots(
+        agent=s.robots_agent,
+        obey=s.robots == "obey",
+        exempt_requisites=s.robots_exempt_requisites,
+        max_crawl_delay=s.max_crawl_delay,
+        set_host_delay=set_host_delay,
+        shared=shared,
+    )
+
+
+def politeness(s: Settings) -> Politeness:
+    """The per-host limits the crawl starts with (its ``control.toml`` may change them)."""
+    return Politeness(s.per_host_delay or 0.0, s.per_host_concurrency)
+
+
+def record_factory(s: Settings, clock: Clock) -> RecordFactory:
+    """Records with ``--digest`` digests, dated by ``clock``."""
+    return RecordFactory(algorithm=s.digest, clock=clock)
+
+
+def writer_config(
+    s: Settings, *, directory: Path, journal: IndexJournal, crawl_name: str, host: str
+) -> WriterConfig:
+    """The single writer's files: in ``directory``, named ``{prefix}-{timestamp}-{serial}-
+    {host}.warc.gz`` (the prefix is ``--warc-prefix`` or the crawl's name), rotated at
+    ``--warc-size``, synced every ``--fsync-interval``; each capture's index line goes to
+    ``journal``."""
+    return WriterConfig(
+        directory=directory,
+        journal=journal,
+        prefix=s.warc_prefix or safe_name_part(crawl_name, default="crawl"),
+        host=host,
+        max_size=s.warc_size or 10**18,
+        fsync_interval=s.fsync_interval or 5.0,
+        compress_level=s.compress_level,
+        warcinfo_fields=warcinfo_fields(s, crawl_name),
+    )
+
+
+def browser_config(s: Settings, state_dir: Path) -> BrowserConfig:
+    """The browser stage of ``--browser all|auto``: Chromium, its tabs, how long a page may
+    take, its behaviours and screenshots, and the fetcher's User-Agent (so that both agree);
+    its profile and logs in ``state_dir``."""
+    # imported here: a static crawl does not load the browser stage at all
+    from archiver.browser.pool import BrowserConfig  # noqa: PLC0415
+
+    return BrowserConfig(
+        state_dir=state_dir,
+        chromium=s.chromium,
+        tabs=s.browser_tabs,
+        page_timeout=s.page_timeout,
+        behaviors=s.behaviors,
+        # a replay check (--qa) compares with the page as the crawl saw it: its full-page
+        # screenshot is stored with the page
+        screenshots=s.screenshots or s.qa,
+        full_page=s.qa,
+        user_agent=s.user_agent,
     )
 
 

@@ -736,6 +736,54 @@ class Settings:
     max_links_per_page: int = setting(
         10_000, "scope", "Links extracted from one page at most.", p_int(1), metavar="N"
     )
+    js_relative_strings: bool = setting(
+        False,
+        "scope",
+        "Also follow relative path strings in scripts ('img/a.png', 'chunk.js'): guesses, "
+        "which Heritrix's users found mostly 404s; absolute and root-relative URL strings in "
+        "scripts and JSON are always followed.",
+        parse_bool,
+    )
+    media: str = setting(
+        "playlists",
+        "scope",
+        "HLS and DASH playlists: 'playlists' follows one rendition of each (the highest "
+        "bandwidth within --media-max-bitrate, else the lowest) and its segments as "
+        "requisites, within --media-max-bytes; 'off' leaves playlists unread.",
+        p_choice("playlists", "off"),
+        choices=("playlists", "off"),
+    )
+    media_max_bitrate: int | None = setting(
+        8_000_000,
+        "scope",
+        "The rendition rule's cap in bits per second (8M: a 1080p stream); 0 = the highest.",
+        parse_size,
+        metavar="BITS",
+    )
+    media_max_bytes: int | None = setting(
+        500_000_000,
+        "scope",
+        "Media bytes one playlist may list, estimated from its renditions' bandwidth and "
+        "segment durations; the later segments are left out (logged). 0 = no limit.",
+        parse_size,
+        metavar="SIZE",
+    )
+    pdf_max_pages: int = setting(
+        1000,
+        "scope",
+        "Pages of a PDF read for links (link annotations and URLs in the text).",
+        p_int(1),
+        metavar="N",
+    )
+    pdf_timeout: float | None = setting(
+        10.0,
+        "scope",
+        "CPU time one PDF may take to read, in a child process with a 1 GiB memory cap: the "
+        "links of the pages read by then are kept, a reader still busy is killed; the crawl "
+        "goes on either way.",
+        parse_duration,
+        metavar="SECONDS",
+    )
     sitemaps: str = setting(
         "on",
         "scope",
@@ -1021,6 +1069,16 @@ class Settings:
         "browser",
         "Store a PNG screenshot of each page loaded in the browser as a WARC resource record "
         "(urn:screenshot:URL).",
+        parse_bool,
+    )
+    qa: bool = setting(
+        False,
+        "browser",
+        "When the crawl completes, replay every page from the archive in Chromium (archiver "
+        "qa), fetch what is missing into the crawl and check again (archiver patch), so the "
+        "crawl ends proven: qa.jsonl and summary.json's qa say what is left. Each page loaded "
+        "in the browser has its text and full-page screenshot stored as resource records "
+        "(urn:text:URL, urn:screenshot-full:URL), what the check compares the replay with.",
         parse_bool,
     )
 

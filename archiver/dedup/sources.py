@@ -37,16 +37,18 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from archiver import urls
+from archiver.digest import label, parse_label
 from archiver.errors import OutputError, SettingsError, WarcFormatError
 from archiver.httphead import ResponseHead, parse_response_head
 from archiver.models import Original
-from archiver.warc.reader import RecordHead, RecordPrefix, read_prefix_at
+from archiver.warc.reader import RecordHead, RecordPrefix, read_prefix_at, target_uri_of
 
 #: Crawl statuses whose captures may be referred to (see the module docstring).
 USABLE_STATUSES = ("completed", "limit")
 #: The word that names a job's latest usable run in ``dedup_from`` / ``revalidate_from``.
 PREVIOUS = "previous"
-LOOKUP_SCHEMA = 1
+LOOKUP_SCHEMA = 2  #: 2: URLs and digests in one normal form
 LOOKUP_NAME = "dedup-lookup.sqlite"
 #: Bytes hashed at each end of a CDXJ for its fingerprint (size and mtime cover the middle).
 _FINGERPRINT_EDGE = 1 << 20
@@ -192,16 +194,41 @@ class Details:
 
     def usable_for(self, capture: Capture, *, original: bool) -> bool:
         """Is this record what the index line says? An ``original`` must be a response for that
-        URL with that payload digest; otherwise a response or revisit for that URL."""
-        if self.target_uri != capture.url or not self.date:
+        URL with that payload digest; otherwise a response or revisit for that URL. URLs and
+        digests are compared in one normal form on both sides (:func:`normal_url`,
+        :func:`canonical_digest`): another tool's record may bracket its target URI (WARC 1.0's
+        grammar, as Wget writes it) or write a digest in Base16, where its index does not."""
+        if normal_url(self.target_uri) != normal_url(capture.url) or not self.date:
             return False
         if original:
             return self.record_type == "response" and (
                 not self.payload_digest
                 or not capture.digest
-                or self.payload_digest == capture.digest
+                or canonical_digest(self.payload_digest) == canonical_digest(capture.digest)
             )
         return self.record_type in ("response", "revisit")
+
+
+def normal_url(uri: str) -> str:
+    """A target URI (or an index's ``url``) in the form the crawl writes URLs: the URI a
+    ``WARC-Target-URI`` names (:func:`~archiver.warc.reader.target_uri_of`), normalised as
+    :func:`archiver.urls.normalize_url` normalises every URL it queues; the URI itself when it
+    is not an http(s) URL."""
+    named = target_uri_of(uri)
+    try:
+        return urls.normalize_url(named)
+    except urls.InvalidURLError:
+        return named
+
+
+def canonical_digest(value: str) -> str:
+    """A labelled digest in the form archiver writes it (sha1 in Base32, others in Base16),
+    whatever encoding it was given in; the value itself when it cannot be read."""
+    try:
+        algorithm, raw = parse_label(value)
+    except ValueError:
+        return value.strip()
+    return label(algorithm, raw)
 
 
 def fingerprint(cdxj: Path, warc_root: Path, parents: Sequence[Path]) -> str:
@@ -290,6 +317,7 @@ class SourceLookup:
 
     def original(self, digest: str) -> Capture | None:
         """A stored (non-revisit) 200 response with this payload digest, if the source has one."""
+        digest = canonical_digest(digest)
         row = self._con.execute(
             "SELECT url, ts, file, offset, length FROM originals WHERE digest = ?", (digest,)
         ).fetchone()
@@ -452,6 +480,8 @@ def _load_cdxj(con: sqlite3.Connection, source: Source, files: dict[str, int]) -
         if file_id is None:  # a handful of files: join paths once per file, not per line
             file_id = names[filename] = _file_id(con, files, str(source.warc_root / filename))
         digest = fields.get("digest") if isinstance(fields.get("digest"), str) else None
+        if digest:
+            digest = canonical_digest(digest)
         status_text = str(fields.get("status", ""))
         # an HTTP status is three ASCII digits (str.isdigit also takes "²", which int refuses)
         status = int(status_text) if status_text.isascii() and status_text.isdigit() else None
@@ -462,7 +492,7 @@ def _load_cdxj(con: sqlite3.Connection, source: Source, files: dict[str, int]) -
             originals.append((digest, url, ts, file_id, offset, length))
         if digest and revisit:
             revisits.append((digest,))
-        latest.append((url, ts, status, digest, int(revisit), file_id, offset, length))
+        latest.append((normal_url(url), ts, status, digest, int(revisit), file_id, offset, length))
         if len(latest) >= _BATCH:
             flush()
     flush()
@@ -554,7 +584,7 @@ def _read_details(capture: Capture) -> Details | None:
     head = record.head
     return Details(
         head.record_type,
-        head.target_uri or "",
+        head.target,
         head.get("WARC-Payload-Digest"),
         head.record_id,
         head.date or "",
@@ -572,8 +602,10 @@ __all__ = [
     "Source",
     "SourceLookup",
     "StoredRecord",
+    "canonical_digest",
     "crawl_status",
     "fingerprint",
+    "normal_url",
     "open_source",
     "read_stored",
 ]

@@ -27,42 +27,21 @@ capped (``truncated`` says so). Only :func:`extract` raises, for a content codin
 
 from __future__ import annotations
 
-import functools
 import re
 from collections.abc import Iterator
-from dataclasses import dataclass
 
 from selectolax.lexbor import LexborHTMLParser, LexborNode
 
 from archiver import urls
 from archiver.extract.decoding import decode_content
+from archiver.extract.found import MAX_LINKS, Collector, Extractor, Links
+from archiver.extract.meta import javascript_url_refs, ld_json, meta_property
+from archiver.extract.scripts import JS_TYPES, collect_script, import_map
 
-MAX_LINKS = 10_000
 MAX_DECODED = 8 * 1024 * 1024
-# A reference longer than this is skipped without being resolved: common servers refuse request
-# lines over 8 KiB (Apache's LimitRequestLine, nginx's large_client_header_buffers), so twice
-# that is fetchable nowhere, and percent-encoding a megabyte-long attribute would stall the event
-# loop for nothing.
-MAX_REF_LENGTH = 16_384
 
 HTML_TYPES = frozenset({"text/html", "application/xhtml+xml"})
 CSS_TYPES = frozenset({"text/css"})
-
-
-@dataclass(frozen=True, slots=True)
-class Links:
-    """What one document links to, each list normalised, deduplicated, in document order."""
-
-    pages: tuple[str, ...]
-    """Navigational links, crawled as pages (hop ``L``)."""
-    requisites: tuple[str, ...]
-    """Page requisites and embeds (hop ``E``). A URL that is both is only here."""
-    base: str
-    """The URL relative references were resolved against (after ``<base href>``)."""
-    title: str | None = None
-    """The HTML document's title, whitespace collapsed; None if absent or empty."""
-    truncated: bool = False
-    """True when ``max_links`` was reached and further links were dropped."""
 
 
 # --------------------------------------------------------------------------------------------
@@ -94,120 +73,7 @@ def extract(
         return extract_css(
             decode_content(body, content_encoding, limit=max_decoded), url, max_links=max_links
         )
-    return Links((), (), url)
-
-
-# --------------------------------------------------------------------------------------------
-# Collecting resolved links
-
-# Resolving costs ~20 us per reference (urljoin and normalisation in pure Python), more than
-# parsing the page. Navigation, footers and asset links repeat on every page of a site, and for
-# a reference that is path-absolute ("/a"), scheme-relative ("//h/a") or absolute with a host
-# ("https://h/a") the URL Standard makes the result depend on the base's scheme and authority
-# alone; so those are memoised per origin across pages. Pure memoisation, bounded in entries
-# and in the length of what is kept.
-_MEMO_REF_LENGTH = 512
-
-
-@functools.lru_cache(maxsize=8192)
-def _resolve_from_origin(origin: str, ref: str) -> str | None:
-    return urls.resolve(origin + "/", ref)
-
-
-def _origin_only(ref: str) -> bool:
-    """Whether resolving ``ref`` against an http(s) base needs only the base's origin."""
-    if ref.startswith("/"):
-        return True
-    if ref.startswith("https://"):
-        first = ref[8:9]
-    elif ref.startswith("http://"):
-        first = ref[7:8]
-    else:
-        return False
-    # A host must follow: "http:///x" or "http://" alone would be resolved against the base.
-    return first.isascii() and first.isalnum()
-
-
-def _origin(base: str) -> str | None:
-    """``scheme://authority`` of an http(s) base, or None when it is not that simple."""
-    scheme, sep, rest = base.partition("://")
-    if not sep or scheme.lower() not in urls.SCHEMES:
-        return None
-    end = len(rest)
-    for char in "/?#\\":
-        index = rest.find(char)
-        if 0 <= index < end:
-            end = index
-    return base[: len(scheme) + 3 + end] if end else None
-
-
-class _Collector:
-    """Resolves references against one base and keeps the two ordered, deduplicated lists."""
-
-    __slots__ = (
-        "_base",
-        "_cache",
-        "_max_links",
-        "_origin",
-        "_own",
-        "pages",
-        "requisites",
-        "truncated",
-    )
-
-    def __init__(self, base: str, document_url: str, max_links: int) -> None:
-        self._base = base
-        self._origin = _origin(base)
-        self._own = urls.resolve(document_url, "")
-        self._max_links = max_links
-        self._cache: dict[str, str | None] = {}
-        self.pages: dict[str, None] = {}  # dicts as insertion-ordered sets
-        self.requisites: dict[str, None] = {}
-        self.truncated = False
-
-    def _resolve(self, ref: str) -> str | None:
-        url = self._cache.get(ref, "")  # "" is never a result, so it marks a miss
-        if url == "" and "#" in ref:
-            # the fragment is dropped anyway: "a.html#x" and "a.html#y" resolve once (long
-            # documentation pages link to dozens of anchors of the same few pages); not when
-            # the cut leaves a space or control at the end, which resolving would strip as the
-            # end of the reference ("a #x" is "a%20")
-            stem = ref.partition("#")[0]
-            if stem[-1:] > " " or not stem:
-                ref = stem
-                url = self._cache.get(ref, "")
-        if url == "":
-            if len(ref) > MAX_REF_LENGTH:
-                url = None
-            elif self._origin is not None and len(ref) <= _MEMO_REF_LENGTH and _origin_only(ref):
-                url = _resolve_from_origin(self._origin, ref)
-            else:
-                url = urls.resolve(self._base, ref)
-            self._cache[ref] = url
-        return url
-
-    def page(self, ref: str) -> None:
-        url = self._resolve(ref)
-        if url is None or url == self._own or url in self.pages or url in self.requisites:
-            return
-        if len(self.pages) + len(self.requisites) >= self._max_links:
-            self.truncated = True
-            return
-        self.pages[url] = None
-
-    def requisite(self, ref: str) -> None:
-        url = self._resolve(ref)
-        if url is None or url == self._own or url in self.requisites:
-            return
-        if url in self.pages:
-            del self.pages[url]  # a requisite too: fetched as one, listed once
-        elif len(self.pages) + len(self.requisites) >= self._max_links:
-            self.truncated = True
-            return
-        self.requisites[url] = None
-
-    def links(self, title: str | None = None) -> Links:
-        return Links(tuple(self.pages), tuple(self.requisites), self._base, title, self.truncated)
+    return Links((), (), url, extractor=Extractor.HTML)
 
 
 # --------------------------------------------------------------------------------------------
@@ -279,11 +145,19 @@ _UTF8_SEQUENCE = re.compile(
 _BOMS = (b"\xef\xbb\xbf", b"\xff\xfe", b"\xfe\xff")
 
 
-def extract_html(body: bytes, url: str, *, max_links: int = MAX_LINKS) -> Links:
-    """The links of an HTML document fetched from ``url`` (already content-decoded)."""
+def extract_html(
+    body: bytes, url: str, *, max_links: int = MAX_LINKS, js_relative: bool = False
+) -> Links:
+    """The links of an HTML document fetched from ``url`` (already content-decoded).
+
+    Besides elements and attributes, an HTML page holds links other extractors read, tagged
+    with their names: inline scripts (their module graph and URL strings, and with
+    ``js_relative`` their relative path strings: :mod:`archiver.extract.scripts`), import maps,
+    ``javascript:`` hrefs with a URL string inside, ``og:``/``twitter:`` image, video and audio
+    meta properties and ``application/ld+json`` data (:mod:`archiver.extract.meta`)."""
     tree = LexborHTMLParser(_html_input(body), encoding=True)
     base = _document_base(tree, url)
-    collect = _Collector(base, url, max_links)
+    collect = Collector(base, url, max_links)
     title: str | None = None
     seen_title = False
     root = tree.root
@@ -306,6 +180,8 @@ def extract_html(body: bytes, url: str, *, max_links: int = MAX_LINKS) -> Links:
             if kind == _REQUISITE:
                 collect.requisite(value)
             elif kind == _PAGE:
+                if value[0] in _MAYBE_JAVASCRIPT and javascript_url_refs(value, collect):
+                    continue
                 collect.page(value)
             else:
                 for ref in srcset_urls(value):
@@ -322,6 +198,10 @@ def extract_html(body: bytes, url: str, *, max_links: int = MAX_LINKS) -> Links:
                 target = refresh_url(attrs.get("content") or "")
                 if target:
                     collect.page(target)
+            else:
+                meta_property(attrs, collect)
+        elif tag == "script":
+            _script(node, attrs, collect, js_relative)
         elif tag == "input":
             value = attrs.get("src")
             if value and (attrs.get("type") or "").strip().lower() == "image":
@@ -336,6 +216,33 @@ def extract_html(body: bytes, url: str, *, max_links: int = MAX_LINKS) -> Links:
         if collect.truncated:
             break
     return collect.links(title)
+
+
+_MAYBE_JAVASCRIPT = frozenset("jJ \t\n\r\f")
+#: the longest inline script read for links (a page's JSON state can be megabytes)
+MAX_INLINE_SCRIPT = 1024 * 1024
+
+
+def _script(
+    node: LexborNode, attrs: dict[str, str | None], collect: Collector, relative: bool
+) -> None:
+    """An inline ``<script>``: JavaScript (classic or module: HTML Standard "the script
+    element", its type attribute), an import map, or ld+json data; other data blocks are not
+    read. A script with ``src`` has its text ignored by browsers, and so here."""
+    if attrs.get("src"):
+        return
+    kind = (attrs.get("type") or "").strip().lower()
+    text = node.text()
+    if not text:
+        return
+    if len(text) > MAX_INLINE_SCRIPT:
+        text = text[:MAX_INLINE_SCRIPT]
+    if not kind or kind in JS_TYPES:
+        collect_script(text, collect.base, collect, relative=relative)
+    elif kind == "importmap":
+        import_map(text, collect)
+    elif kind == "application/ld+json":
+        ld_json(text, collect)
 
 
 def _html_input(body: bytes) -> bytes | str:
@@ -374,7 +281,7 @@ def _document_base(tree: LexborHTMLParser, url: str) -> str:
     return url
 
 
-def _link(attrs: dict[str, str | None], collect: _Collector) -> None:
+def _link(attrs: dict[str, str | None], collect: Collector) -> None:
     """``<link href>``: a requisite when its ``rel`` makes the browser fetch it, a page else."""
     rels = frozenset((attrs.get("rel") or "").lower().split())
     href = attrs.get("href")
@@ -572,7 +479,7 @@ def _unescape_one(match: re.Match[str]) -> str:
 
 def extract_css(body: bytes, url: str, *, max_links: int = MAX_LINKS) -> Links:
     """The references of a stylesheet fetched from ``url``: all requisites, relative to it."""
-    collect = _Collector(url, url, max_links)
+    collect = Collector(url, url, max_links, Extractor.CSS)
     for ref in css_refs(_css_text(body)):
         collect.requisite(ref)
         if collect.truncated:
@@ -611,3 +518,19 @@ def _css_text(body: bytes) -> str:
         except LookupError:
             pass
     return body.decode("utf-8", "replace")
+
+
+__all__ = [
+    "CSS_TYPES",
+    "HTML_TYPES",
+    "MAX_DECODED",
+    "MAX_LINKS",
+    "REQUISITE_RELS",
+    "Links",
+    "css_refs",
+    "extract",
+    "extract_css",
+    "extract_html",
+    "refresh_url",
+    "srcset_urls",
+]

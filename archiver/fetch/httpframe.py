@@ -240,6 +240,8 @@ class ResponseFramer:
         self.payload_length = 0
         self._head = bytearray()
         self._head_start = 0
+        #: CR and LF bytes before the next status line are still being passed over
+        self._skipping = True
         self._remaining = 0
         self._chunked: ChunkedDecoder | None = None
 
@@ -309,9 +311,14 @@ class ResponseFramer:
 
     def _feed_headers(self, view: memoryview) -> int:
         before = len(self._head)
-        search_from = max(self._head_start, before - 3)
         self._head += view
-        start = self._head_start
+        start = self._skip_empty_lines()
+        if self._skipping:  # nothing but line ends yet
+            if len(self._head) > self.max_header_bytes:
+                self._too_large(f"header block larger than {self.max_header_bytes} bytes")
+                return self.max_header_bytes + 1 - before
+            return len(view)
+        search_from = max(start, before - 3)
         # A failure consumes the bytes up to the one that decided it, however the bytes were
         # cut into pieces: the rest is not this response's (capture keeps it under its
         # diagnostic cap, not as the response).
@@ -346,9 +353,36 @@ class ResponseFramer:
         if self.state is State.HEADERS:  # an interim 1xx response: the next one follows
             self._head_start = end
             self.interim_ends.append(end)
+            self._skipping = True
         else:
             self._head = bytearray()
         return used
+
+    def _skip_empty_lines(self) -> int:
+        """Pass over the CR and LF bytes before a status line; where the message starts.
+
+        llhttp (aiohttp's parser) and browsers ignore empty lines before a response's status
+        line, at the start of the stream and after an interim response (RFC 9112 section 2.2
+        asks the same robustness of a server before a request line). They are not part of the
+        message that follows: like an interim response, the run becomes a piece of its own in
+        :attr:`interim_ends`, so the stored response starts at its status line, where replay
+        tools and indexers read its status.
+        """
+        start = self._head_start
+        if not self._skipping:
+            return start
+        head = self._head
+        end = len(head)
+        at = start
+        while at < end and head[at] in (13, 10):
+            at += 1
+        if at == end:
+            return start  # only line ends so far: the status line has not begun
+        self._skipping = False
+        if at > start:
+            self._head_start = at
+            self.interim_ends.append(at)
+        return at
 
     def _start_message(self, block: bytes) -> None:
         lines = block.split(b"\n")

@@ -22,8 +22,16 @@ import os
 import re
 import tempfile
 from collections.abc import Iterable, Iterator
+from dataclasses import dataclass, field
 from pathlib import Path
 
+from archiver.index.payload import (
+    BlockPayload,
+    HttpPayload,
+    computed_digest,
+    has_http_head,
+    payload_for,
+)
 from archiver.index.postquery import PostKey, post_key
 from archiver.index.surtkey import surt_key
 from archiver.models import WrittenRecord
@@ -155,20 +163,42 @@ def _write_run(buffer: list[str], tmpdir: str, number: int) -> Path:
     return path
 
 
+@dataclass(slots=True)
+class ScanReport:
+    """What reading WARC files record by record left out, and the quirks it read past.
+
+    Each region a resynchronising walk could not read is one
+    :class:`~archiver.warc.reader.Damage` (its offset, why, how many bytes were left out):
+    ``archiver index`` prints each on stderr and exits non-zero unless told to accept them
+    (docs/foreign-files.md).
+    """
+
+    left_out: list[tuple[Path, warc_reader.Damage]] = field(default_factory=list)
+    #: (file, offset, quirk): readable records outside WARC 1.1 section 4's grammar
+    quirks: list[tuple[Path, int, str]] = field(default_factory=list)
+    #: records read that cannot have an index line (a response without WARC-Target-URI)
+    unindexable: list[tuple[Path, int, str]] = field(default_factory=list)
+
+    @property
+    def complete(self) -> bool:
+        return not self.left_out and not self.unindexable
+
+
 def build_index(
     journal_dirs: Iterable[tuple[Path, str]],
     output: Path,
     *,
     warcs: Iterable[Path] = (),
     cdx11: Path | None = None,
+    report: ScanReport | None = None,
 ) -> int:
     """Merge journals (and the lines of ``warcs`` that have none, read record by record) into
     a sorted CDXJ, and optionally a CDX-11; returns the line count.
 
     ``journal_dirs`` pairs each journal directory with the path prefix (``"warcs/"``) that makes
     its WARC file names relative to the index's WARC root; the lines of ``warcs`` name the files
-    by their base names. Files are written atomically (temporary name, then rename), so a crash
-    never leaves a half-written index.
+    by their base names, and what reading them left out goes to ``report``. Files are written
+    atomically (temporary name, then rename), so a crash never leaves a half-written index.
     """
 
     def all_lines() -> Iterator[str]:
@@ -176,7 +206,7 @@ def build_index(
             for line in _read_lines(journals(directory)):
                 yield _relative(line, prefix) if prefix else line
         for warc in warcs:
-            yield from scan_warc(warc)
+            yield from scan_warc(warc, report=report)
 
     count = write_lines_atomically(output, sorted_lines(all_lines()))
     if cdx11 is not None:
@@ -184,42 +214,56 @@ def build_index(
     return count
 
 
-def scan_warc(path: Path, filename: str | None = None) -> list[str]:
-    """CDXJ lines for a WARC file that has no journal, read record by record.
+def scan_warc(
+    path: Path, filename: str | None = None, *, report: ScanReport | None = None
+) -> list[str]:
+    """CDXJ lines for a WARC (or ARC) file that has no journal, read record by record.
 
-    Used for foreign WARCs and for files whose writer died before it closed them. The lines are
-    what cdxj-indexer ``--post-append`` writes for the same records (its fields come from
-    warcio's parsing, which :func:`_http_fields` follows; a response and its request record
-    next to it are paired as it pairs them). Stops quietly at the first damaged record, as the
-    one WARC reader (:mod:`archiver.warc.reader`) finds it: a damaged tail has no captures worth
-    indexing. (cdxj-indexer reads on past a bad gzip CRC or a whole-file gzip; here those end
-    the scan.)
+    Used for other tools' files and for files whose writer died before it closed them. The
+    lines are what cdxj-indexer ``--post-append`` writes for the same records (its fields come
+    from warcio's parsing, which :func:`_http_fields` follows; a response and its request
+    record next to it are paired as it pairs them), except where it is wrong:
+
+    * a record that declares no ``WARC-Payload-Digest`` (ARC records, some tools' resources) is
+      given the digest of its payload as WARC 1.1 section 5.9 defines it
+      (:mod:`archiver.index.payload`: chunked coding removed), not of the body as stored;
+    * a damaged record is left out and the walk goes on after it (:mod:`archiver.warc.reader`,
+      ``resync``), each region left out reported in ``report``; cdxj-indexer indexes a member
+      cut short, and stops at the first record it cannot parse.
     """
     name = filename or path.name.removesuffix(".open")
-    # an uncompressed file's records are followed by CRLF CRLF, which warcio leaves out of
-    # the record's length (a gzip member's length is the whole member)
-    trailer = 0 if warc_reader.is_gzip(path) else 4
     lines: list[str] = []
     pairing = _Pairing(lines)
     http_head: _HttpHead | None = None
+    payload: HttpPayload | BlockPayload | None = None
 
     def on_block(head: warc_reader.RecordHead) -> warc_reader.BlockSink | None:
-        nonlocal http_head
-        http_head = _HttpHead() if _has_http_head(head) else None
+        nonlocal http_head, payload
+        http_head = _HttpHead() if has_http_head(head) else None
+        payload = payload_for(head)
         if head.record_type == "request":
             return pairing.request_sink()
-        return http_head
+        sinks = [sink for sink in (http_head, payload.feed if payload else None) if sink]
+        if len(sinks) > 1:
+            return lambda piece: [sink(piece) for sink in sinks]
+        return sinks[0] if sinks else None
 
-    for item in warc_reader.iter_records(path, on_block=on_block):
+    for item in warc_reader.iter_records(path, on_block=on_block, resync=True):
         if isinstance(item, warc_reader.Damage):
-            break
+            if report is not None:
+                report.left_out.append((path, item))
+            pairing.forget()
+            continue
+        if report is not None:
+            report.quirks.extend((path, item.offset, quirk) for quirk in item.quirks)
         kind = item.record_type
-        if (
-            kind in ("response", "revisit", "request")
-            and item.content_length
-            and (item.target_uri is None)
-        ):
-            break  # warcio fails on such a record, and cdxj-indexer with it
+        if kind in ("response", "revisit", "request") and item.content_length and not item.target:
+            if report is not None:
+                report.unindexable.append(
+                    (path, item.offset, f"a {kind} record without WARC-Target-URI")
+                )
+            pairing.forget()
+            continue
         if not _indexed(kind, item.get("Content-Type")):
             pairing.seen(item, None)
             continue
@@ -230,17 +274,20 @@ def scan_warc(path: Path, filename: str | None = None) -> list[str]:
             mime = cdx_mime(content_type)
         else:  # resource, metadata: the record's own Content-Type
             mime = cdx_mime(item.get("Content-Type"))
+        digest = item.get("WARC-Payload-Digest")
+        if digest is None and payload is not None:
+            digest = computed_digest(payload)
         written = WrittenRecord(
             record_type=kind,
             record_id=item.record_id or "",
-            target_uri=_target_uri(item.target_uri),
+            target_uri=item.target,
             date=item.date or "",
             filename=name,
             offset=item.offset,
-            length=item.length - trailer,
+            length=item.index_length,
             status=status,
             mime=mime,
-            payload_digest=item.get("WARC-Payload-Digest"),
+            payload_digest=digest,
         )
         lines.append(cdxj_line(written))
         pairing.seen(item, written)
@@ -273,6 +320,11 @@ class _Pairing:
 
         return collect
 
+    def forget(self) -> None:
+        """Records were left out here: nothing before pairs with what comes next."""
+        self._previous = None
+        self._block = bytearray()
+
     def seen(self, head: warc_reader.RecordHead, written: WrittenRecord | None) -> None:
         """The record just read (``written``: its index record, when it has a line)."""
         block = bytes(self._block) if head.record_type == "request" else b""
@@ -281,9 +333,7 @@ class _Pairing:
         if previous is None:
             return
         first, line, first_written, first_block = previous
-        if head.target_uri != first.target_uri or head.get("WARC-Concurrent-To") != (
-            first.record_id
-        ):
+        if head.target != first.target or head.get("WARC-Concurrent-To") != (first.record_id):
             return
         self._previous = None  # a pair: neither record pairs with the next one
         if first.record_type == "response" and head.record_type == "request":
@@ -328,25 +378,6 @@ def _indexed(kind: str, content_type: str | None) -> bool:
     if kind in ("response", "revisit"):
         return True
     return kind in ("resource", "metadata") and content_type != "application/warc-fields"
-
-
-def _has_http_head(head: warc_reader.RecordHead) -> bool:
-    """Whether warcio parses an HTTP head in this record's block (``load_http_headers``)."""
-    return (
-        head.record_type in ("response", "revisit")
-        and head.content_length > 0
-        and _target_uri(head.target_uri).startswith(("http:", "https:"))
-    )
-
-
-def _target_uri(uri: str | None) -> str:
-    """``WARC-Target-URI`` as warcio gives it: ``<…>`` unwrapped (a Wget 1.19 bug), spaces
-    percent-encoded."""
-    if uri is None:
-        return ""
-    if uri.startswith("<") and uri.endswith(">"):
-        uri = uri[1:-1]
-    return uri.replace(" ", "%20")
 
 
 def _http_fields(head: _HttpHead) -> tuple[int | None, str | None]:

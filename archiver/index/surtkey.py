@@ -23,11 +23,7 @@ answer on every link of the benchmark sites and on generated URLs.
 
 from __future__ import annotations
 
-import importlib
-import importlib.util
 import re
-import sys
-import types
 from collections.abc import Callable
 
 #: Characters a key may hold as they are: printable ASCII but space, ``#`` and ``%`` (surt's
@@ -130,29 +126,12 @@ def _sorted_query(query: str) -> str:
 
 
 def _package_surt() -> Callable[[str], str]:
-    """``surt.surt``, imported on first use. ``surt`` imports ``tldextract`` (and through it
-    ``requests`` and ``urllib3``) at the top of ``surt.handyurl`` for two methods keys never
-    call: a placeholder stands in for it until one of its attributes is asked for, which loads
-    the real one (``importlib.util.LazyLoader`` cannot do it on Python 3.11: the ``import``
-    statement itself reads ``__spec__`` and so triggers the load)."""
-    _import_lazily("tldextract")
+    """``surt.surt``, imported on first use: only URLs outside the fast path need it, and the
+    package imports ``tldextract`` (and through it ``requests``), a tenth of a second of CPU
+    that a crawl of ordinary URLs never spends (measured in BENCHMARKS.md)."""
     import surt  # noqa: PLC0415 - only for URLs outside the fast path
 
     return surt.surt  # type: ignore[no-any-return]
-
-
-def _import_lazily(name: str) -> None:
-    if name in sys.modules or importlib.util.find_spec(name) is None:
-        return
-    placeholder = types.ModuleType(name, f"{name}, loaded on first use (archiver.index.surtkey)")
-
-    def load(attribute: str) -> object:
-        if sys.modules.get(name) is placeholder:
-            del sys.modules[name]
-        return getattr(importlib.import_module(name), attribute)
-
-    placeholder.__getattr__ = load  # type: ignore[method-assign]
-    sys.modules[name] = placeholder
 
 
 __all__ = ["surt_key"]

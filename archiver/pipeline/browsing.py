@@ -49,12 +49,14 @@ from archiver.pipeline.parts import BrowserParts, RunContext
 from archiver.pipeline.recall import Recalled
 from archiver.pipeline.recording import text_capture
 from archiver.policy.sitemaps import is_sitemap
+from archiver.qa.options import FULL_SCREENSHOT_PREFIX, TEXT_PREFIX
 from archiver.warc.records import RecordFactory
 
 #: The reason logged for a page loaded because every page is (``--browser all``).
 ALL_PAGES = "--browser all"
 #: What a screenshot's resource record is named after (Browsertrix Crawler's convention).
 SCREENSHOT_PREFIX = "urn:screenshot:"
+
 #: Request header fields the fetcher sets itself, or that describe the browser's connection.
 _OWN_FIELDS = frozenset(
     {
@@ -170,10 +172,18 @@ class Browsing:
         return result
 
     async def _screenshot(self, capturer: Capturer, result: PageResult) -> WrittenCapture | None:
+        """The screenshot's resource record; with ``--qa`` the page's text too, and the
+        screenshot (of the whole page) is named ``urn:screenshot-full:``."""
+        url = capturer.lease.item.url
+        if self.browser.references:
+            text = result.text.encode("utf-8", "replace")
+            await capturer.write(
+                self.factory.resource(TEXT_PREFIX + url, "text/plain; charset=utf-8", text)
+            )
         if result.screenshot is None:
             return None
-        url = capturer.lease.item.url
-        capture = self.factory.resource(SCREENSHOT_PREFIX + url, "image/png", result.screenshot)
+        prefix = FULL_SCREENSHOT_PREFIX if self.browser.references else SCREENSHOT_PREFIX
+        capture = self.factory.resource(prefix + url, "image/png", result.screenshot)
         written = await capturer.write(capture)
         self.counters.screenshots += 1
         return written

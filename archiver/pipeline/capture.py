@@ -57,6 +57,7 @@ from archiver.pipeline.parts import Parts, RunContext
 from archiver.pipeline.recall import RECALLED_METHODS, Claim, Recall, Recalled
 from archiver.pipeline.recording import Recorder
 from archiver.pipeline.seeds import SeedRuns
+from archiver.policy.robots import Verdict
 from archiver.policy.sitemaps import is_sitemap
 from archiver.warc.records import PendingCapture
 
@@ -81,6 +82,9 @@ class Refused:
     """Not admitted, and why."""
 
     reason: SkipReason
+    #: refused because robots.txt could not be fetched (RFC 9309 section 2.3.1.4: complete
+    #: disallow until it can): the rules are unknown, so the URL failed rather than skipped
+    robots_unreachable: bool = False
 
 
 class Admitted:
@@ -265,7 +269,7 @@ class Capturer:
             return Refused(SkipReason.SEED_BUDGET)
         if not await self._robots_allow(item):
             self._give_back_page(counts_as_page)
-            return Refused(SkipReason.ROBOTS)
+            return Refused(SkipReason.ROBOTS, robots_unreachable=self._robots_unreachable(item))
         request = Request(item, headers=referer_header(item))
         found = await self._claim(request)
         if isinstance(found, Recalled):
@@ -306,6 +310,12 @@ class Capturer:
             allowed = await robots.allowed(item, self.fetch_robots)
             await self._shared.robots_reports()
         return allowed
+
+    def _robots_unreachable(self, item: CrawlItem) -> bool:
+        """Whether robots.txt refused ``item`` because it could not be fetched."""
+        robots = self._parts.robots
+        rules = robots.cached(item.url) if robots is not None else None
+        return rules is not None and rules.verdict is Verdict.UNREACHABLE
 
     async def fetch_robots(self, url: str) -> Exchange:
         """Fetch and archive a robots.txt (or a hop of its redirects) in this lease. It uses

@@ -21,6 +21,12 @@ MAX_SEEDS = 10_000
 OTHER_SEEDS = -1
 
 
+def extractor_table(queued: Counter[str], client_errors: Counter[str]) -> dict[str, dict[str, int]]:
+    """``{extractor: {"queued": N, "4xx": M}}``, most queued first (then by name)."""
+    names = sorted(set(queued) | set(client_errors), key=lambda name: (-queued[name], name))
+    return {name: {"queued": queued[name], "4xx": client_errors[name]} for name in names}
+
+
 def status_class(status: int | None) -> str:
     if status is None:
         return "none"
@@ -71,7 +77,13 @@ class CrawlStats:
     failures: Counter[str] = field(default_factory=Counter)
     skips: Counter[str] = field(default_factory=Counter)
     truncated: Counter[str] = field(default_factory=Counter)
+    seeds_ended: int = 0  #: seeds whose lease ended in this run (not to be retried)
+    seeds_captured: int = 0  #: of those, the ones captured (or recalled from a browser's)
     per_second: Counter[int] = field(default_factory=Counter)
+    #: per extractor (archiver.extract.found.Extractor): URLs it queued, and how many of those
+    #: (or the targets they redirected to) came back 4xx, the noise measure of an extractor
+    extractor_queued: Counter[str] = field(default_factory=Counter)
+    extractor_4xx: Counter[str] = field(default_factory=Counter)
     #: set when the crawl uses a browser
     browser: BrowserCounters | None = None
     #: per seed (its key; 0: the crawl's own rules), the first :data:`MAX_SEEDS` seeds
@@ -129,11 +141,27 @@ class CrawlStats:
         elif size > self._largest[0][0]:
             heapq.heapreplace(self._largest, entry)
 
+    def queued_by(self, extractor: str) -> None:
+        """A URL found by ``extractor`` was queued (new to the frontier)."""
+        self.extractor_queued[extractor] += 1
+
+    def client_error_of(self, extractor: str) -> None:
+        """A URL found by ``extractor`` came back with a 4xx status."""
+        self.extractor_4xx[extractor] += 1
+
+    def extractors(self) -> dict[str, dict[str, int]]:
+        """``{extractor: {"queued": N, "4xx": M}}``, most queued first."""
+        return extractor_table(self.extractor_queued, self.extractor_4xx)
+
     def failure(self, reason: str) -> None:
         self.failures[reason] += 1
 
     def skip(self, reason: str) -> None:
         self.skips[reason] += 1
+
+    def seed_ended(self, *, captured: bool) -> None:
+        self.seeds_ended += 1
+        self.seeds_captured += captured
 
     @property
     def elapsed(self) -> float:

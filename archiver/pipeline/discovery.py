@@ -1,11 +1,15 @@
 """Discovery: what a response leads to, scope-checked and queued.
 
-A redirect's ``Location`` (RFC 9110 section 10.2.2), a sitemap's entries, or an HTML page's or a
-stylesheet's links (:mod:`archiver.extract.links`) become children of the lease's item; scope
-decides which are crawled, and the frontier drops the ones it has seen. Each HTML page is also
-listed in ``pages.jsonl`` (the WACZ's page list), with its text when ``--text`` asks
-(:mod:`archiver.extract.text`). Children are queued before the lease's outcome is handed to the
-frontier, so a resumed crawl never loses the children of a done URL.
+A redirect's ``Location`` (RFC 9110 section 10.2.2), a sitemap's entries, or the links of a
+document become children of the lease's item; scope decides which are crawled, and the frontier
+drops the ones it has seen. A document's links are read by the extractor its media type calls
+for (:mod:`archiver.extract.dispatch`: HTML, CSS, feeds, scripts, JSON, HLS and DASH playlists
+here, PDFs in a child process) plus its ``Link`` header fields (RFC 8288); each child carries the
+name of the extractor that found it (``found_by``: the fetch log's field, and the summary's
+per-extractor count of URLs queued). Each HTML page is also listed in ``pages.jsonl`` (the
+WACZ's page list), with its text when ``--text`` asks (:mod:`archiver.extract.text`). Children
+are queued before the lease's outcome is handed to the frontier, so a resumed crawl never loses
+the children of a done URL.
 """
 
 from __future__ import annotations
@@ -13,9 +17,19 @@ from __future__ import annotations
 from datetime import datetime
 
 from archiver import urls
-from archiver.extract import links
-from archiver.extract.decoding import ContentDecodingError
-from archiver.extract.links import CSS_TYPES, HTML_TYPES
+from archiver.config.settings import Settings
+from archiver.extract.decoding import ContentDecodingError, decode_content
+from archiver.extract.dispatch import (
+    ExtractOptions,
+    document_kind,
+    extract_document,
+    header_links,
+)
+from archiver.extract.found import Extractor, Links, merge
+from archiver.extract.isolated import read_pdf
+from archiver.extract.links import HTML_TYPES
+from archiver.extract.media import MediaLimits
+from archiver.extract.pdf import PdfLimits
 from archiver.extract.text import page_text
 from archiver.models import CrawlItem, Exchange, Hop, SkipReason
 from archiver.pipeline.outcomes import Outcomes
@@ -52,6 +66,11 @@ class Discovery:
         self._exclusions = parts.exclusions
         self._uncached = {SkipReason.DEPTH, SkipReason.HOST_BUDGET}
         self._ignores_version = parts.exclusions.version
+        self._options = extract_options(self._settings)
+        self._pdf_limits = PdfLimits(
+            max_pages=self._settings.pdf_max_pages,
+            seconds=self._settings.pdf_timeout or PDF_NO_TIMEOUT,
+        )
 
     async def discover(
         self, item: CrawlItem, ex: Exchange, *, requisites: bool = True, list_page: bool = True
@@ -66,7 +85,7 @@ class Discovery:
         elif is_sitemap(item):
             children = self._sitemap_entries(item, ex)
         elif 200 <= ex.status < 300 and ex.body is not None:
-            children, text = self._links(item, ex, requisites=requisites, list_page=list_page)
+            children, text = await self._links(item, ex, requisites=requisites, list_page=list_page)
         else:
             children = []
         if children:
@@ -106,12 +125,12 @@ class Discovery:
             )
         return list(listed.items)
 
-    def _links(
+    async def _links(
         self, item: CrawlItem, ex: Exchange, *, requisites: bool, list_page: bool
     ) -> tuple[list[CrawlItem], str | None]:
         """The page's links and requisites not queued or rejected recently; the page listed
         (and its text, with ``--text``)."""
-        found = self._extract(item, ex)
+        found = await self._extract(item, ex)
         if found is None:
             return [], None
         text = None
@@ -119,14 +138,15 @@ class Discovery:
             text = self._text(item, ex)
             self.record_page(ex.target_uri, ex.date, found.title, text)
         queued, rejected, seed = self._recent_queued, self._recent_rejected, item.seed
+        of = found.extractor_of
         children = [
-            item.child(url, Hop.LINK)
+            item.child(url, Hop.LINK, of(url))
             for url in found.pages
             if url not in queued and (url, Hop.LINK, seed) not in rejected
         ]
         if requisites:
             children += [
-                item.child(url, Hop.EMBED)
+                item.child(url, Hop.EMBED, of(url))
                 for url in found.requisites
                 if url not in queued and (url, Hop.EMBED, seed) not in rejected
             ]
@@ -143,25 +163,52 @@ class Discovery:
         except ContentDecodingError:
             return None  # already warned about by the link extraction
 
-    def _extract(self, item: CrawlItem, ex: Exchange) -> links.Links | None:
-        if ex.content_type not in HTML_TYPES and ex.content_type not in CSS_TYPES:
-            return None
-        try:
-            found = links.extract(
-                ex.body or b"",
-                item.url,
-                ex.content_type,
-                ex.header("Content-Encoding"),
-                max_links=self._settings.max_links_per_page,
-            )
-        except ContentDecodingError as exc:
-            self._log.warning("extract-error", url=item.url, error=str(exc))
-            return None
-        if found.truncated:
+    async def _extract(self, item: CrawlItem, ex: Exchange) -> Links | None:
+        """The links of the document (by its media type) and of its ``Link`` fields."""
+        body = ex.body or b""
+        encoding = ex.header("Content-Encoding")
+        kind = document_kind(ex.content_type, body, encoding)
+        found: Links | None = None
+        if kind is not None:
+            try:
+                if kind is Extractor.PDF:
+                    found = await self._pdf(item, ex, body, encoding)
+                else:
+                    extracted = extract_document(kind, body, item.url, encoding, self._options)
+                    if extracted.note is not None:
+                        event, fields = extracted.note
+                        self._log.info(event, url=item.url, **fields)
+                    found = extracted.links
+            except ContentDecodingError as exc:
+                self._log.warning("extract-error", url=item.url, error=str(exc))
+        if any(name.lower() == "link" for name, _ in ex.headers):
+            values = [value for name, value in ex.headers if name.lower() == "link"]
+            linked = header_links(values, item.url, self._settings.max_links_per_page)
+            found = linked if found is None else merge(found, linked)
+        if found is not None and found.truncated:
             self._log.warning(
                 "links-truncated", url=item.url, limit=self._settings.max_links_per_page
             )
         return found
+
+    async def _pdf(
+        self, item: CrawlItem, ex: Exchange, body: bytes, encoding: str | None
+    ) -> Links | None:
+        """A PDF's links, read in a child process when the fetch kept all of its body."""
+        if len(body) < ex.payload_length:
+            self._log.info(
+                "pdf-not-read",
+                url=item.url,
+                reason=f"larger than the {len(body)} bytes a fetch keeps for link extraction",
+            )
+            return None
+        data = decode_content(body, encoding, limit=self._options.max_decoded)
+        result = await read_pdf(
+            data, item.url, limits=self._pdf_limits, max_links=self._settings.max_links_per_page
+        )
+        if result.error is not None:
+            self._log.info("pdf-error", url=item.url, error=result.error, pages=result.pages)
+        return result.links
 
     def record_page(
         self, url: str, date: datetime, title: str | None, text: str | None = None
@@ -247,6 +294,8 @@ class Discovery:
             for child in accepted:
                 if child.url not in new:
                     self._scope.unaccepted(child)  # seen before: not queued, uses no budget
+                elif child.found_by:
+                    self._stats.queued_by(child.found_by)
             queued.update(child.url for child in accepted)
         if len(queued) > RECENT_LIMIT:
             queued.clear()
@@ -254,4 +303,24 @@ class Discovery:
             rejected.clear()
 
 
-__all__ = ["RECENT_LIMIT", "Discovery"]
+def extract_options(settings: Settings) -> ExtractOptions:
+    """What the settings say about extraction."""
+    media = None
+    if settings.media != "off":
+        media = MediaLimits(
+            max_bitrate=settings.media_max_bitrate or UNCAPPED,
+            max_bytes=settings.media_max_bytes or UNCAPPED,
+        )
+    return ExtractOptions(
+        max_links=settings.max_links_per_page,
+        js_relative=settings.js_relative_strings,
+        media=media,
+    )
+
+
+#: a cap that is no cap (--media-max-bitrate 0, --media-max-bytes 0)
+UNCAPPED = 10**18
+#: --pdf-timeout 0: an hour still ends a reader that loops forever
+PDF_NO_TIMEOUT = 3600.0
+
+__all__ = ["RECENT_LIMIT", "Discovery", "extract_options"]

@@ -68,6 +68,14 @@ class Outcomes:
         self.skip_log(item.via, item.url, reason)
         return TaskResult(Outcome.SKIPPED, reason=reason.value, unsent=unsent)
 
+    def robots_unreachable(self, item: CrawlItem, *, unsent: bool) -> TaskResult:
+        """robots.txt could not be fetched (RFC 9309 section 2.3.1.4: complete disallow until
+        it can): the URL failed, so a crawl that reached nothing else reports a failure."""
+        reason = FailReason.ROBOTS_UNREACHABLE
+        self.fetch_log(item, None, outcome="failed", reason=reason)
+        self._stats.failure(reason.value)
+        return TaskResult(Outcome.FAILED, reason=reason.value, unsent=unsent)
+
     def _retry_delay(self, item: CrawlItem) -> float:
         cap = self._settings.max_retry_after or 600.0
         return float(min(RETRY_BASE_SECONDS * 2**item.tries, cap))
@@ -174,6 +182,8 @@ class Outcomes:
                     if status == 429
                     else FailReason.SERVER_ERROR.value,
                 )
+        if 400 <= status < 500 and item.found_by:
+            self._stats.client_error_of(item.found_by)
         self.fetch_log(item, ex, written, outcome="captured")
         counts = self._stats.seed(item.seed)
         counts.done += 1
@@ -195,6 +205,8 @@ class Outcomes:
             "via": item.via,
             "retries": item.tries,
         }
+        if item.found_by:
+            event["found_by"] = item.found_by  # the extractor that found the URL
         if ex is not None:
             event.update(
                 status=ex.status,

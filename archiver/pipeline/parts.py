@@ -1,5 +1,6 @@
 """What the pipeline of one run is made of: built by :mod:`archiver.run.wiring`, used by
-:mod:`archiver.pipeline.pipeline` and the parts it delegates to (discovery, recording, outcomes)."""
+:mod:`archiver.pipeline.pipeline` and the parts it delegates to (capture, discovery, recording,
+outcomes, browsing)."""
 
 from __future__ import annotations
 
@@ -17,7 +18,7 @@ from archiver.models import CrawlItem, Exchange
 from archiver.pipeline.counters import CrawlStats
 from archiver.pipeline.recall import Recall
 from archiver.policy.ignores import Exclusions
-from archiver.policy.robots import RobotsReport, RobotsStats
+from archiver.policy.robots import RobotsReport, RobotsRules, RobotsStats
 from archiver.policy.scope import Scope
 from archiver.policy.sitemaps import SitemapPolicy
 from archiver.warc.records import RecordFactory
@@ -34,6 +35,8 @@ class RobotsChecker(Protocol):
     """What the crawler asks of robots.txt handling (see :mod:`archiver.policy.robots`)."""
 
     async def allowed(self, item: CrawlItem, fetch: ArchiveFetch) -> bool: ...
+
+    def cached(self, url: str) -> RobotsRules | None: ...
 
     def take_reports(self) -> list[RobotsReport]: ...
 
@@ -53,6 +56,9 @@ class BrowserParts:
     pool: BrowserPool
     recall: Recall
     max_body: int
+    #: ``--qa``: each page's rendered text and full-page screenshot stored as resource
+    #: records (``urn:text:URL``, ``urn:screenshot-full:URL``), what a replay is compared with
+    references: bool = False
 
 
 @dataclass(frozen=True, slots=True)

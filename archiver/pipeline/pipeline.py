@@ -101,6 +101,8 @@ class Pipeline:
         item = capturer.lease.item
         admission = await capturer.admit_lease()
         if isinstance(admission, Refused):
+            if admission.robots_unreachable:
+                return self.outcomes.robots_unreachable(item, unsent=True)
             return self.outcomes.skipped(item, admission.reason, unsent=True)
         if not isinstance(admission, Admitted):  # captured by a browser's request already
             return await self._recalled(capturer, admission.exchange())

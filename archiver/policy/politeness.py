@@ -31,6 +31,16 @@ from archiver.models import Outcome, TaskResult
 Clock = Callable[[], float]
 
 
+@dataclass(frozen=True, slots=True)
+class Politeness:
+    """The per-host limits a crawl runs with: the least delay between two request starts and
+    the fetches in flight at once (``--per-host-delay``, ``--per-host-concurrency``, changed
+    while the crawl runs through its ``control.toml``)."""
+
+    delay: float
+    concurrency: int
+
+
 class HostReport(enum.IntEnum):
     """What one outcome says about its host's health (the number is what the Redis ACK script
     receives)."""

@@ -80,6 +80,10 @@ MAX_CACHED_ORIGINS = 100_000
 
 _USER_AGENT_LINE = re.compile(r"\s*(user-agent|useragent|user agent)\s*(?::|\s)\s*(.*)", re.I)
 _PRODUCT_TOKEN = re.compile(r"[A-Za-z_-]*")
+#: An Allow or Disallow rule (RFC 9309 section 2.2.2), with the misspellings protego accepts.
+_RULE_LINE = re.compile(
+    r"(allow|disallow|dissallow|dissalow|disalow|diasllow|disallaw)\s*(?::|\s|\Z)", re.I
+)
 #: Written in place of a user-agent that is not ours: ``~`` is never part of a product token,
 #: so protego's substring match cannot find it in our token.
 _NOT_US = "~"
@@ -117,31 +121,56 @@ def is_robots_url(url: str) -> bool:
 
 
 def select_groups(text: str, token: str) -> str:
-    """Rewrite every ``User-agent`` line so protego selects groups as RFC 9309 section 2.2.1 says.
+    """Rewrite the file so protego forms and selects groups as RFC 9309 section 2.2 says.
 
-    A line's value matches when its product token equals ``token`` case-insensitively; ``*``
-    (alone, or followed by white space) is the catch-all group. Any other value becomes a value
-    that matches nothing. The rest of the file is left as it is, so group boundaries, rules and
-    other records parse exactly as protego parses them.
+    Selection (section 2.2.1): a ``User-agent`` line's value matches when its product token
+    equals ``token`` case-insensitively; ``*`` (alone, or followed by white space) is the
+    catch-all group. Any other value becomes a value that matches nothing.
+
+    Forming (section 2.2.4): a group is its ``User-agent`` lines and the ``Allow`` /
+    ``Disallow`` rules after them; any other line (``Crawl-delay``, ``Sitemap``, an unknown
+    key) "MUST NOT interfere with the parsing of explicitly defined records". protego starts a
+    new group at a ``User-agent`` line that follows such a line, which would cut the group in
+    two and give its rules to the second half only. So a line that is neither a group member
+    nor empty, met between a group's ``User-agent`` lines, is moved after the last of them: it
+    keeps its meaning for the whole group (a ``Crawl-delay`` applies to every agent named
+    there) and no longer splits it. Everything else is left as it is.
     """
     lowered = token.lower()
     out: list[str] = []
+    held: list[str] = []  # other lines met since the group's first User-agent line
+    starting = False  # between a group's User-agent lines, before its first rule
     for line in text.splitlines():
-        content = line.split("#", 1)[0]
-        match = _USER_AGENT_LINE.fullmatch(content.strip())
-        if match is None:
-            out.append(line)
+        content = line.split("#", 1)[0].strip()
+        match = _USER_AGENT_LINE.fullmatch(content)
+        if match is not None:
+            out.append(_agent_line(line, match.group(2).strip(), lowered))
+            starting = True
             continue
-        value = match.group(2).strip()
-        if not value:
-            out.append(line)
-        elif value == "*" or (value[0] == "*" and value[1].isspace()):
-            out.append("User-agent: *")
-        else:
-            ua = _PRODUCT_TOKEN.match(value)
-            ours = ua is not None and ua.group().lower() == lowered
-            out.append("User-agent: " + (lowered if ours else _NOT_US))
+        if starting:
+            if not content:  # an empty line or a comment keeps the group open
+                out.append(line)
+                continue
+            if _RULE_LINE.match(content) is None:
+                held.append(line)
+                continue
+            out.extend(held)  # the first rule: the group's User-agent lines are all known
+            held.clear()
+            starting = False
+        out.append(line)
+    out.extend(held)
     return "\n".join(out)
+
+
+def _agent_line(line: str, value: str, token: str) -> str:
+    """A ``User-agent`` line as protego should read it (see :func:`select_groups`)."""
+    if not value:
+        return line
+    if value == "*" or (value[0] == "*" and value[1].isspace()):
+        return "User-agent: *"
+    ua = _PRODUCT_TOKEN.match(value)
+    ours = ua is not None and ua.group().lower() == token
+    return "User-agent: " + (token if ours else _NOT_US)
 
 
 @dataclass(frozen=True, slots=True)

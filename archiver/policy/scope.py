@@ -19,6 +19,7 @@ Order of decisions (the first that applies wins), each skip with a :class:`SkipR
    are in scope;
 5. page requisites (hop ``E``) of in-scope pages are in scope on any host when
    ``page_requisites`` is on (up to three embeds deep: a stylesheet's fonts and images);
+   deeper ones (a JavaScript module graph imports on and on) where a page would be;
 6. otherwise a URL is in scope when it is on a seed's site (:mod:`archiver.policy.seeds`: the
    seed URL itself for ``page``, under its directory for ``prefix``, its host or that host's
    ``www.`` twin for ``host``, its domain and subdomains for ``domain``, anything for ``any``;
@@ -260,9 +261,13 @@ class Scope:
         if any(p.search(url) for p in self._include) or any(p.search(url) for p in include):
             return True
         if item.is_requisite:
+            if not self.rules.page_requisites:
+                return False
             embeds = item.hops.replace(Hop.REDIRECT, "")
-            chain = len(embeds) - len(embeds.rstrip(Hop.EMBED))
-            return self.rules.page_requisites and chain <= MAX_EMBED_CHAIN
+            if len(embeds) - len(embeds.rstrip(Hop.EMBED)) <= MAX_EMBED_CHAIN:
+                return True
+            # deeper (a module graph: entry -> chunk -> chunk -> ...): in scope where a page
+            # would be, so a site's own modules are followed and other hosts' are not
         return on_a_site
 
     def _trap(self, item: CrawlItem) -> str | None:

@@ -665,6 +665,8 @@ class Supervisor:
 
 
 def _status_of(code: int) -> str:
+    """A crawler process's status read from its exit code, when it wrote no summary (the codes
+    of the ``archiver`` command, :mod:`archiver.commands.exits`)."""
     return {0: STATUS_COMPLETED, 3: STATUS_INTERRUPTED}.get(code, STATUS_FAILED)
 
 

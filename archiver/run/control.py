@@ -47,7 +47,6 @@ import os
 import time
 import tomllib
 from collections.abc import Awaitable, Callable
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -64,6 +63,7 @@ from archiver.policy.ignores import (
     compile_patterns,
     parse_ignores,
 )
+from archiver.policy.politeness import Politeness
 from archiver.run.output import STATUS_COMPLETED, Layout, crawl_status
 from archiver.timefmt import rfc3339_at, timestamp17, utcnow
 from archiver.urls import InvalidURLError
@@ -83,14 +83,6 @@ def _signature(path: Path) -> _Signature:
     except OSError:
         return None
     return (st.st_mtime_ns, st.st_size, st.st_ino)
-
-
-@dataclass(frozen=True, slots=True)
-class Politeness:
-    """The per-host limits the crawl runs with."""
-
-    delay: float
-    concurrency: int
 
 
 def parse_control(text: str, defaults: Politeness) -> Politeness:
@@ -506,7 +498,6 @@ __all__ = [
     "Additions",
     "LiveControl",
     "PauseGate",
-    "Politeness",
     "append_ignore",
     "check_additions",
     "parse_control",

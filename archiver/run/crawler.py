@@ -31,21 +31,14 @@ from archiver.errors import ArchiverError, FrontierError, OutputError, WriteErro
 from archiver.fetch.cookiestxt import CookieLine
 from archiver.frontier import Backend
 from archiver.frontier.base import CrawlQueue, Lease
-from archiver.models import MAX_REDIRECTS, FailReason, Outcome, TaskResult
+from archiver.models import MAX_REDIRECTS, CrawlItem, FailReason, Outcome, TaskResult
 from archiver.pipeline.capture import Capturer
 from archiver.pipeline.counters import CrawlStats
 from archiver.pipeline.outcomes import WORKER_NAME
 from archiver.pipeline.pipeline import Pipeline
 from archiver.policy.seeds import Seed
 from archiver.run import finish, wiring
-from archiver.run.finish import (
-    EXIT_FAILED,
-    EXIT_INTERRUPTED,
-    EXIT_LOCKED,
-    EXIT_OK,
-    EXIT_USAGE,
-    CrawlResult,
-)
+from archiver.run.finish import CrawlResult
 from archiver.run.output import (
     STATUS_COMPLETED,
     STATUS_FAILED,
@@ -100,8 +93,12 @@ class Crawler:
         write_fn: Callable[..., int] | None = None,
         clock: Clock = utcnow,
         supervised_as: str | None = None,
+        patch: tuple[CrawlItem, ...] | None = None,
     ) -> None:
         self.settings = settings
+        #: ``archiver patch``: resume the crawl (completed or not) with these items only
+        #: (:mod:`archiver.run.patch`), not from its seeds
+        self._patch = patch
         self.options = wiring.Options(
             console=console,
             backend=backend,
@@ -200,7 +197,8 @@ class Crawler:
     async def _run_locked(self, seeds: tuple[Seed, ...]) -> CrawlResult:
         settings, layout = self.settings, self.layout
         start, previous = await wiring.open_output(settings, layout)
-        if start.resumed and start.previous_status == STATUS_COMPLETED:
+        patching = self._patch is not None
+        if start.resumed and start.previous_status == STATUS_COMPLETED and not patching:
             if previous is not None:
                 await previous.close()
             return finish.already_completed(layout)
@@ -229,7 +227,10 @@ class Crawler:
             self._check_disk(at_start=True)
             await wiring.assemble(run, stages, self.options)
             assert stages.pipeline is not None
-            await stages.pipeline.put(wiring.seed_items(run, stages.sitemaps))
+            if self._patch is not None:
+                await stages.pipeline.put(list(self._patch))
+            else:
+                await stages.pipeline.put(wiring.seed_items(run, stages.sitemaps))
             await self._take_additions()  # what the operator added while the crawl was stopped
             status, reason = await self._crawl()
             status, reason = finish.verdict(run, stages, status, reason)
@@ -401,6 +402,8 @@ class Crawler:
         self._busy += 1
         try:
             result = await pipeline.process(capturer)
+            if lease.item.is_seed and result.outcome is not Outcome.RETRY:
+                self.stats.seed_ended(captured=_captured(lease.item.url, result, capturer))
             if pipeline.limit is not None:
                 self._stop(STATUS_LIMIT, pipeline.limit)
             return result
@@ -424,17 +427,20 @@ class Crawler:
             self._busy -= 1
 
 
+def _captured(url: str, result: TaskResult, capturer: Capturer) -> bool:
+    """Whether the lease's own URL is in the archive: done, or a response written for it
+    whatever followed (a page the browser then failed to load is still captured)."""
+    if result.outcome is Outcome.DONE:
+        return True
+    return any(c.primary is not None and c.primary.target_uri == url for c in capturer.captures)
+
+
 async def crawl(settings: Settings, *, console: IO[str] | None = None) -> CrawlResult:
     """Run a crawl with ``settings`` and return its :class:`CrawlResult` (the Python API)."""
     return await Crawler(settings, console=console).run()
 
 
 __all__ = [
-    "EXIT_FAILED",
-    "EXIT_INTERRUPTED",
-    "EXIT_LOCKED",
-    "EXIT_OK",
-    "EXIT_USAGE",
     "MAX_REDIRECTS",
     "CrawlControl",
     "CrawlResult",

@@ -51,13 +51,7 @@ from archiver.run.wiring import Run, Stages
 from archiver.sign.check import Identity
 from archiver.sign.signer import Signer, SigningAttempt
 from archiver.version import __version__
-from archiver.warc.naming import warc_files
-
-EXIT_OK = 0
-EXIT_FAILED = 1
-EXIT_USAGE = 2
-EXIT_INTERRUPTED = 3
-EXIT_LOCKED = 4
+from archiver.warc.naming import archive_files, warc_files
 
 #: How long the final sealing of committed WARC files may wait on the frontier.
 SEAL_TIMEOUT = 60.0
@@ -68,7 +62,6 @@ class CrawlResult:
     """What a crawl returns to the CLI and to Python callers."""
 
     status: str  #: completed, limit, interrupted or failed
-    exit_code: int
     reason: str | None
     output: Path
     resumed: bool = False
@@ -97,7 +90,7 @@ def verdict(run: Run, stages: Stages, status: str, reason: str | None) -> tuple[
     """A completed crawl that archived nothing, or no page, says so."""
     if status != STATUS_COMPLETED:
         return status, reason
-    failed = _nothing_captured(run, stages)
+    failed = _nothing_captured(run, stages) or _no_seed_captured(run)
     if failed is not None:
         stages.log.error("crawl-error", error=failed)
         return STATUS_FAILED, failed
@@ -125,6 +118,22 @@ def _nothing_captured(run: Run, stages: Stages) -> str | None:
     return (
         f"nothing was captured{but}: every fetch failed ({counts}); see crawl.log.jsonl, "
         "fix the cause and run again with --overwrite"
+    )
+
+
+def _no_seed_captured(run: Run) -> str | None:
+    """A crawl none of whose seeds was captured failed (exit code 1), whatever ended them: a
+    seed robots.txt disallows or whose robots.txt cannot be fetched, an address the SSRF guard
+    refuses, a failed fetch. What a scheduled run was asked to archive is not in the archive,
+    and it must not report success."""
+    stats = run.stats
+    if not stats.seeds_ended or stats.seeds_captured or run.resumed or run.process_id is not None:
+        return None
+    ended = stats.skips + stats.failures
+    counts = ", ".join(f"{name}: {n}" for name, n in ended.most_common())
+    return (
+        f"no seed was captured ({counts}); see crawl.log.jsonl, fix the cause and run again "
+        "with --overwrite"
     )
 
 
@@ -424,14 +433,8 @@ def crawl_result(
     finish_status(state, status, reason)
     with contextlib.suppress(OSError):
         write_status(layout, state)
-    exit_code = {
-        STATUS_COMPLETED: EXIT_OK,
-        STATUS_LIMIT: EXIT_OK,
-        STATUS_INTERRUPTED: EXIT_INTERRUPTED,
-    }.get(status, EXIT_FAILED)
     return CrawlResult(
         status=status,
-        exit_code=exit_code,
         reason=reason,
         output=layout.root,
         resumed=resumed,
@@ -447,7 +450,6 @@ def already_completed(layout: Layout) -> CrawlResult:
     """A resumed crawl that had completed: nothing to do."""
     return CrawlResult(
         STATUS_COMPLETED,
-        EXIT_OK,
         "already completed (use --overwrite to crawl again)",
         layout.root,
         resumed=True,
@@ -461,13 +463,19 @@ def already_completed(layout: Layout) -> CrawlResult:
 
 
 def index_paths(
-    paths: Iterable[Path], output: Path | None = None, *, cdx11: bool = False
+    paths: Iterable[Path],
+    output: Path | None = None,
+    *,
+    cdx11: bool = False,
+    report: cdxj.ScanReport | None = None,
 ) -> tuple[int, Path]:
     """``archiver index``: one sorted CDXJ over crawl directories and/or WARC files.
 
     Crawl directories contribute their writers' journals (abandoned ``.open`` files are closed
-    first); WARC files without a journal are read record by record. File names in the index are
-    base names: the WARC files of all the inputs belong in one archive directory for replay.
+    first); WARC and ARC files without a journal (any other directory's ``*.warc.gz``,
+    ``*.warc``, ``*.arc.gz``, ``*.arc``) are read record by record, and what that left out goes
+    to ``report``. File names in the index are base names: the WARC files of all the inputs
+    belong in one archive directory for replay.
     """
     paths = list(paths)
     if not paths:
@@ -484,7 +492,7 @@ def index_paths(
             }
             loose += [warc for warc in warc_files(path / "warcs") if warc.name not in journaled]
         elif path.is_dir():
-            loose += warc_files(path)
+            loose += archive_files(path)
         else:
             loose.append(path)
     if output is None:
@@ -495,6 +503,7 @@ def index_paths(
         output,
         warcs=loose,
         cdx11=output.with_suffix(".cdx") if cdx11 else None,
+        report=report,
     )
     return count, output
 
@@ -578,11 +587,6 @@ def _page_list(crawl_dir: Path) -> Iterator[Path]:
 
 
 __all__ = [
-    "EXIT_FAILED",
-    "EXIT_INTERRUPTED",
-    "EXIT_LOCKED",
-    "EXIT_OK",
-    "EXIT_USAGE",
     "CrawlResult",
     "Described",
     "Packaged",

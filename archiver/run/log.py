@@ -1,9 +1,16 @@
-"""structlog configuration: JSON lines to ``crawl.log.jsonl``, readable lines on a terminal.
+"""The crawl's log: JSON lines to ``crawl.log.jsonl``, readable lines on a terminal.
 
-No global state: each crawl builds its own logger with :func:`crawl_logger` (structlog's
-``wrap_logger``, not ``structlog.configure``), so two crawls in one process (tests, the Python
-API) never share handlers. One event per fetch carries url, status, size, mime, duration, depth,
-via, retries and outcome; Browsertrix's JSON-lines logs are the model.
+No global state: each crawl builds its own logger with :func:`crawl_logger`, so two crawls in
+one process (tests, the Python API) never share handlers. One event per fetch carries url,
+status, size, mime, duration, depth, via, retries and outcome; Browsertrix's JSON-lines logs are
+the model.
+
+An event is a dict (the bound fields, the call's fields, then ``event``, ``level`` and
+``timestamp``, structlog's order) written as one JSON line by orjson. The readable console line
+is structlog's ``ConsoleRenderer``: structlog is imported when the first such line is written,
+not at start-up, since importing it imports ``structlog.dev`` and, through it, rich's traceback
+module and pygments (a tenth of a second of CPU at every start of the command, measured in
+BENCHMARKS.md) for a console that a quiet crawl never writes to.
 """
 
 from __future__ import annotations
@@ -11,29 +18,15 @@ from __future__ import annotations
 import sys
 import threading
 import time
-from collections.abc import MutableMapping
+from collections.abc import Mapping
 from pathlib import Path
 from typing import IO, Any
 
 import orjson
 
-# structlog.dev imports rich when it is installed (and through rich.traceback, pygments), only
-# to format exceptions on a console; the crawl log never asks for that, and the import cost a
-# few tens of milliseconds at every start. While structlog is imported, rich is marked
-# unimportable (a None entry in sys.modules, the documented way to block an import); afterwards
-# it imports normally for the progress display. Nothing is touched when rich is loaded already.
-_BLOCK_RICH = "rich" not in sys.modules and "structlog" not in sys.modules
-if _BLOCK_RICH:
-    sys.modules["rich"] = None  # type: ignore[assignment]
-try:
-    import structlog
-finally:
-    if _BLOCK_RICH and sys.modules.get("rich", False) is None:
-        del sys.modules["rich"]
-
-from archiver.run.heritrix import HeritrixLog  # noqa: E402
-from archiver.run.output import cut_torn_line  # noqa: E402
-from archiver.timefmt import rfc3339_millis_at  # noqa: E402
+from archiver.run.heritrix import HeritrixLog
+from archiver.run.output import cut_torn_line
+from archiver.timefmt import rfc3339_millis_at
 
 LEVELS = {"debug": 10, "info": 20, "warning": 30, "error": 40, "critical": 50}
 
@@ -105,34 +98,40 @@ class _TeeLogger:
                 self._heritrix = None
 
 
-def _add_timestamp(
-    _: Any, __: str, event_dict: MutableMapping[str, Any]
-) -> MutableMapping[str, Any]:
-    event_dict.setdefault("timestamp", _iso_now())
-    return event_dict
+class BoundLog:
+    """A logger with fields bound to every event it writes: ``log.info("event", key=value)``
+    (and ``debug``, ``warning``, ``error``, ``critical``); :meth:`bind` adds fields."""
 
+    __slots__ = ("_context", "_tee")
 
-def _add_level(
-    _: Any, method: str, event_dict: MutableMapping[str, Any]
-) -> MutableMapping[str, Any]:
-    event_dict.setdefault("level", "warning" if method == "warn" else method)
-    return event_dict
-
-
-class _Sink:
-    """The final structlog 'logger': receives the event dict, hands it to the tee."""
-
-    def __init__(self, tee: _TeeLogger) -> None:
+    def __init__(self, tee: _TeeLogger, context: Mapping[str, Any] | None = None) -> None:
         self._tee = tee
+        self._context: dict[str, Any] = dict(context or {})
 
-    def _emit(self, event_dict: dict[str, Any]) -> None:
+    def bind(self, **values: Any) -> BoundLog:
+        return BoundLog(self._tee, {**self._context, **values})
+
+    def _write(self, level: str, event: str, fields: dict[str, Any]) -> None:
+        event_dict = {**self._context, **fields}
+        event_dict["event"] = event
+        event_dict.setdefault("level", level)
+        event_dict.setdefault("timestamp", _iso_now())
         self._tee.log(event_dict)
 
-    debug = info = warning = warn = error = critical = exception = msg = _emit
+    def debug(self, event: str, **fields: Any) -> None:
+        self._write("debug", event, fields)
 
+    def info(self, event: str, **fields: Any) -> None:
+        self._write("info", event, fields)
 
-def _finish(_: Any, __: str, event_dict: MutableMapping[str, Any]) -> Any:
-    return ((event_dict,), {})
+    def warning(self, event: str, **fields: Any) -> None:
+        self._write("warning", event, fields)
+
+    def error(self, event: str, **fields: Any) -> None:
+        self._write("error", event, fields)
+
+    def critical(self, event: str, **fields: Any) -> None:
+        self._write("critical", event, fields)
 
 
 class CrawlLog:
@@ -149,18 +148,15 @@ class CrawlLog:
         self._tee = _TeeLogger(
             path, console, LEVELS[console_level] if console_level else None, heritrix
         )
-        self.logger: Any = structlog.wrap_logger(
-            _Sink(self._tee),
-            processors=[_add_level, _add_timestamp, _finish],
-        )
+        self.logger = BoundLog(self._tee)
 
-    def bind(self, **values: Any) -> Any:
+    def bind(self, **values: Any) -> BoundLog:
         return self.logger.bind(**values)
 
     def info_event(self, event: str, fields: dict[str, Any]) -> None:
         """Log an ``info`` event the way the bound logger does (fields, then ``event``,
-        ``level`` and ``timestamp``), without its processor chain: the per-fetch line is written
-        thousands of times a second, and structlog's machinery was most of its cost."""
+        ``level`` and ``timestamp``), in the dict given, not a copy: the per-fetch line is
+        written thousands of times a second."""
         fields["event"] = event
         fields["level"] = "info"
         fields["timestamp"] = _iso_now()

@@ -356,6 +356,7 @@ def prepare(
             )
     now = rfc3339_at(time.time())
     if previous is not None:
+        before = str(previous.get("status"))  # read before the dict becomes this run's status
         status = previous
         status.setdefault("runs", []).append({"started": now, "status": STATUS_RUNNING})
         status["status"] = STATUS_RUNNING
@@ -363,7 +364,7 @@ def prepare(
         status["cwd"] = os.getcwd()
         if processes > 1:
             status["processes"] = processes
-        return RunStart(True, str(previous.get("status")), status)
+        return RunStart(True, before, status)
     status = {
         "format": "archiver-crawl-state/1",
         "status": STATUS_RUNNING,

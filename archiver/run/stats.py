@@ -21,7 +21,13 @@ from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, TypeVar
 
-from archiver.pipeline.counters import OTHER_SEEDS, BrowserCounters, CrawlStats, SeedCounts
+from archiver.pipeline.counters import (
+    OTHER_SEEDS,
+    BrowserCounters,
+    CrawlStats,
+    SeedCounts,
+    extractor_table,
+)
 from archiver.timefmt import rfc3339_at
 
 #: name -> count: by status class, MIME type, host; failures and skips by reason
@@ -342,6 +348,8 @@ class Summary:
     failures: Table = field(default_factory=dict)
     skips: Table = field(default_factory=dict)
     truncated: Table = field(default_factory=dict)
+    #: per extractor: ``{"queued": N, "4xx": M}`` (the URLs it queued, those that came back 4xx)
+    extractors: Mapping[str, Mapping[str, int]] = field(default_factory=dict)
     largest: tuple[Largest, ...] = ()
     captures_over_time: tuple[tuple[int, int], ...] = ()  #: (second, captures)
     browser: BrowserSummary | None = None
@@ -371,6 +379,8 @@ class Summary:
     wacz_signed_by: str | None = None
     #: a crawl of several processes: how many, and each run of each
     processes: Mapping[str, Any] | None = None
+    #: the totals of the latest replay check (``archiver qa``, written by :mod:`archiver.qa`)
+    qa: Mapping[str, Any] | None = None
 
     @classmethod
     def counted(
@@ -399,6 +409,7 @@ class Summary:
             failures=dict(stats.failures.most_common()),
             skips=dict(stats.skips.most_common()),
             truncated=dict(stats.truncated),
+            extractors=stats.extractors(),
             largest=tuple(Largest(url, size, mime) for size, url, mime in stats.largest()),
             captures_over_time=tuple(sorted(stats.per_second.items())),
             browser=BrowserSummary.of(stats.browser) if stats.browser is not None else None,
@@ -477,6 +488,7 @@ class Summary:
             failures=dict(_added(s.failures for s in summaries).most_common()),
             skips=dict(_added(s.skips for s in summaries).most_common()),
             truncated=dict(_added(s.truncated for s in summaries).most_common()),
+            extractors=_merged_extractors(s.extractors for s in summaries),
             largest=tuple(largest),
             captures_over_time=_series(parts),
             browser=_summed(BrowserSummary, browsers) if browsers else None,
@@ -504,6 +516,7 @@ class Summary:
             "wacz_signing_error",
             "wacz_signed_by",
             "processes",
+            "qa",
         ):
             if data[optional] is None:
                 del data[optional]
@@ -532,6 +545,7 @@ class Summary:
             failures=_table(data.get("failures")),
             skips=_table(data.get("skips")),
             truncated=_table(data.get("truncated")),
+            extractors=_extractors(data.get("extractors")),
             largest=tuple(
                 Largest(_str(e.get("url")) or "", _int(e.get("bytes")), _str(e.get("mime")) or "")
                 for e in _list(data.get("largest"))
@@ -562,6 +576,7 @@ class Summary:
             wacz_signing_error=_str(data.get("wacz_signing_error")),
             wacz_signed_by=_str(data.get("wacz_signed_by")),
             processes=_object(data.get("processes")),
+            qa=_object(data.get("qa")),
         )
 
 
@@ -675,6 +690,30 @@ def _merged_robots(parts: Sequence[Mapping[str, Any]]) -> dict[str, Any] | None:
             else:
                 merged[key] = merged.get(key, 0) + _int(value)
     return merged
+
+
+def _extractors(value: Any) -> dict[str, dict[str, int]]:
+    """The per-extractor table of a summary read back (entries that are not one dropped)."""
+    if not isinstance(value, Mapping):
+        return {}
+    return {
+        str(name): {"queued": _int(counts.get("queued")), "4xx": _int(counts.get("4xx"))}
+        for name, counts in value.items()
+        if isinstance(counts, Mapping)
+    }
+
+
+def _merged_extractors(
+    tables: Iterable[Mapping[str, Mapping[str, int]]],
+) -> dict[str, dict[str, int]]:
+    """The processes' per-extractor tables added up."""
+    queued: Counter[str] = Counter()
+    client_errors: Counter[str] = Counter()
+    for table in tables:
+        for name, counts in table.items():
+            queued[name] += _int(counts.get("queued"))
+            client_errors[name] += _int(counts.get("4xx"))
+    return extractor_table(queued, client_errors)
 
 
 def _merged_traps(

@@ -29,12 +29,16 @@ from typing import IO, TYPE_CHECKING, Any
 
 from archiver.config.assemble import (
     address_policy,
+    browser_config,
     crawl_scope,
     default_output,
     fetch_config,
     frontier_config,
+    politeness,
+    record_factory,
+    robots_checker,
     sitemap_policy,
-    warcinfo_fields,
+    writer_config,
 )
 from archiver.config.seeds import crawl_rules, seed_from_spec, wants_browser
 from archiver.config.settings import Settings
@@ -57,7 +61,7 @@ from archiver.policy.robots import Robots, RobotsCache
 from archiver.policy.scope import Scope
 from archiver.policy.seeds import MemorySeedStore, Seed, SeedStore, seed_key
 from archiver.policy.sitemaps import SitemapPolicy
-from archiver.run.control import Additions, LiveControl, Politeness
+from archiver.run.control import Additions, LiveControl
 from archiver.run.log import CrawlLog, crawl_logger
 from archiver.run.output import Layout, RunStart, prepare
 from archiver.run.pages import PageList
@@ -69,7 +73,6 @@ from archiver.version import __version__
 if TYPE_CHECKING:
     from archiver.browser.pool import BrowserPool
 from archiver.warc.naming import safe_name_part
-from archiver.warc.records import RecordFactory
 from archiver.warc.writer import WriteFn, Writer, WriterConfig
 
 
@@ -209,13 +212,8 @@ async def assemble(run: Run, stages: Stages, options: Options) -> None:
         {seed.key: seed.spec for seed in run.seed_rules if seed.spec}
     )
     control = stages.control = live_control(run, stages, scope)
-    robots = stages.robots = Robots(
-        agent=s.robots_agent,
-        obey=s.robots == "obey",
-        exempt_requisites=s.robots_exempt_requisites,
-        max_crawl_delay=s.max_crawl_delay,
-        set_host_delay=frontier.set_host_delay,
-        shared=stages.robots_cache,
+    robots = stages.robots = robots_checker(
+        s, set_host_delay=frontier.set_host_delay, shared=stages.robots_cache
     )
     sitemaps = stages.sitemaps = sitemap_policy(s)
     policy = await address_policy(s, run.seeds)
@@ -229,9 +227,9 @@ async def assemble(run: Run, stages: Stages, options: Options) -> None:
     if stages.previous is not None:
         # this run's own index first, then the earlier crawls (only lookups reach them)
         stages.dedup = LayeredDigestIndex(stages.dedup, stages.previous)
-    factory = RecordFactory(algorithm=s.digest, clock=options.clock)
+    factory = record_factory(s, options.clock)
     writer = stages.writer = Writer(
-        writer_config(run), factory, write_fn=options.write_fn, auto_seal=False
+        run_writer_config(run), factory, write_fn=options.write_fn, auto_seal=False
     )
     writer.start()
     pages = stages.pages = PageList(layout.pages)
@@ -276,12 +274,11 @@ def live_control(run: Run, stages: Stages, scope: Scope) -> LiveControl:
     """The watcher of ``ignores`` and ``control.toml`` (:mod:`archiver.run.control`), with
     both read once already: their patterns and politeness hold from the first lease on."""
     assert stages.frontier is not None
-    s = run.settings
     control = LiveControl(
         run.layout,
         exclusions=Exclusions(compile_patterns(scope.exclusions())),
         frontier=stages.frontier,
-        defaults=Politeness(s.per_host_delay or 0.0, s.per_host_concurrency),
+        defaults=politeness(run.settings),
         log=stages.log,
     )
     control.load()
@@ -320,38 +317,27 @@ async def open_browser(run: Run, stages: Stages) -> BrowserParts | None:
         return None
     # imported here: a static crawl does not load the browser stage at all
     from archiver.browser.exchange import MAX_FULFILL_BODY  # noqa: PLC0415
-    from archiver.browser.pool import BrowserConfig, BrowserPool  # noqa: PLC0415
+    from archiver.browser.pool import BrowserPool  # noqa: PLC0415
     from archiver.pipeline.recall import Recall  # noqa: PLC0415
 
-    pool = stages.browser = BrowserPool(
-        BrowserConfig(
-            state_dir=run.layout.state / "browser",
-            chromium=s.chromium,
-            tabs=s.browser_tabs,
-            page_timeout=s.page_timeout,
-            behaviors=s.behaviors,
-            screenshots=s.screenshots,
-            user_agent=s.user_agent,
-        )
-    )
+    pool = stages.browser = BrowserPool(browser_config(s, run.layout.state / "browser"))
     await pool.start()
     recall = Recall(
         stages.captured or MemoryCapturedUrls(), run.layout.warcs, max_body=MAX_FULFILL_BODY
     )
-    return BrowserParts(pool, recall, MAX_FULFILL_BODY)
+    return BrowserParts(pool, recall, MAX_FULFILL_BODY, references=s.qa)
 
 
-def writer_config(run: Run) -> WriterConfig:
-    s, layout = run.settings, run.layout
-    return WriterConfig(
+def run_writer_config(run: Run) -> WriterConfig:
+    """This run's writer: its WARC series in the crawl's ``warcs/``, named after this process
+    in a shared crawl (else this machine), its index lines in this process's journals."""
+    layout = run.layout
+    return writer_config(
+        run.settings,
         directory=layout.warcs,
         journal=cdxj.writer_journal(layout.journals),
-        prefix=s.warc_prefix or safe_name_part(layout.root.name, default="crawl"),
+        crawl_name=layout.root.name,
         host=run.process_id or safe_name_part(socket.gethostname()),
-        max_size=s.warc_size or 10**18,
-        fsync_interval=s.fsync_interval or 5.0,
-        compress_level=s.compress_level,
-        warcinfo_fields=warcinfo_fields(s, layout.root.name),
     )
 
 
@@ -373,6 +359,6 @@ __all__ = [
     "open_output",
     "output_layout",
     "process_id",
+    "run_writer_config",
     "seed_items",
-    "writer_config",
 ]

@@ -54,9 +54,25 @@ def warc_files(directory: Path, *, include_open: bool = False) -> list[Path]:
     return sorted(found)
 
 
+#: The files other tools write that archiver reads (cdxj-indexer's list): WARC and ARC,
+#: compressed one gzip member per record or not at all.
+ARCHIVE_SUFFIXES = (".warc.gz", ".warc", ".arc.gz", ".arc")
+
+
+def archive_files(directory: Path) -> list[Path]:
+    """The WARC and ARC files under ``directory`` (recursively), sorted by path."""
+    if not directory.is_dir():
+        return []
+    return sorted(
+        p for p in directory.rglob("*") if p.is_file() and p.name.endswith(ARCHIVE_SUFFIXES)
+    )
+
+
 __all__ = [
+    "ARCHIVE_SUFFIXES",
     "OPEN_SUFFIX",
     "WARC_SUFFIX",
+    "archive_files",
     "safe_name_part",
     "serial_of",
     "warc_files",

@@ -1,4 +1,4 @@
-"""Reading WARC files member by member, trusting nothing; cutting a damaged tail to whole captures.
+"""Reading WARC (and ARC) files member by member, trusting nothing; cutting a damaged tail.
 
 warcio and cdxj-indexer both exit 0 on a ``.warc.gz`` whose last gzip member was cut short by a
 crash, and cdxj-indexer even indexes the damaged record (warcio reads a member to its cut end
@@ -7,18 +7,34 @@ without checking its CRC). So this module walks the file itself, one gzip member
 
 * every member must reach the end of its deflate stream with a valid CRC-32 and ISIZE (zlib
   checks both in gzip mode; ``eof`` tells whether the member ended);
-* it must hold exactly one record: ``WARC/1.0|1.1`` CRLF, named fields, CRLF, ``Content-Length``
-  bytes of block, CRLF CRLF (WARC 1.1 section 4), and nothing after it;
+* it must hold exactly one record: a version line, named fields, an empty line,
+  ``Content-Length`` bytes of block, then the empty lines that end a record (WARC 1.1 section 4:
+  CRLF CRLF), and nothing after them;
 * the bytes after the last member must be nothing at all.
 
-The walk stops at the first damaged member: after a cut or corrupt member the next member's start
-cannot be trusted, and repair only ever keeps a prefix anyway. Everything streams: block bytes go
-to a caller's sink in bounded pieces, so a multi-gigabyte record costs a few hundred KiB of memory.
-Uncompressed ``.warc`` files (records back to back) are read by the same record parser.
+Uncompressed ``.warc`` files (records back to back) are read by the same record parser, and ARC
+files (``.arc``, ``.arc.gz``: :mod:`archiver.warc.arc`) too, each ARC record given the head
+warcio's ARC-to-WARC reading gives it.
 
-:func:`repair` is the startup step for ``.open`` files left by a crash (gowarc's ``warc mend``,
-Heritrix's "validate before renaming"): it truncates the file to the longest prefix of whole
-captures and reports what it removed. Renaming is the caller's decision.
+**Files other tools wrote.** The record grammar is read as warcio and FastWARC read it, and what
+they read that WARC 1.1 section 4 does not allow is kept as a *quirk* of the record (a warning,
+not damage): header lines ended by a bare LF or by CR CR LF, a block followed by other empty
+lines than CRLF CRLF (one CRLF, three, a request whose Content-Length is one short) or by none (a
+``warcinfo`` whose Content-Length counts them, as webarchive-commons writes it), draft versions
+``WARC/0.17`` and ``WARC/0.18``. With ``resync``, a walk goes on after a record it rejects: at the
+next gzip member when the damaged member is itself whole, at the next member that holds a record
+when it is not, and, in an uncompressed file, at the next line that starts a record. Every
+region left out is one :class:`Damage`, with where the walk went on (:attr:`Damage.resumed`), so
+a caller can say exactly what it did not read.
+
+**Its own files.** Without ``resync`` the walk stops at the first damage: after a cut or corrupt
+member nothing that follows can be trusted, and :func:`repair`, the startup step for ``.open``
+files left by a crash (gowarc's ``warc mend``, Heritrix's "validate before renaming"), keeps
+only the longest prefix of whole captures and reports what it removed. Renaming is the
+caller's decision.
+
+Everything streams: block bytes go to a caller's sink in bounded pieces, so a multi-gigabyte
+record costs a few hundred KiB of memory.
 """
 
 from __future__ import annotations
@@ -33,6 +49,7 @@ from pathlib import Path
 from typing import BinaryIO
 
 from archiver.errors import WarcFormatError
+from archiver.warc import arc
 
 #: Bytes read from disk at a time.
 READ_SIZE = 1 << 20
@@ -45,11 +62,21 @@ OUT_SIZE = 256 << 10
 MAX_HEADER = 1 << 20
 #: Header bytes searched for the end of the header block per step (bounds copying).
 _HEAD_STEP = 8 << 10
+#: Bytes of a region searched at a time for where a resynchronising walk may go on.
+_SCAN_STEP = 1 << 20
 
+#: The versions of the standard (ISO 28500:2009 and :2017).
 VERSIONS = ("WARC/1.0", "WARC/1.1")
+#: What is read: the standard's versions and the drafts warcio reads (Heritrix 1 wrote 0.17).
+READABLE_VERSIONS = (*VERSIONS, "WARC/0.17", "WARC/0.18")
 _GZIP_MAGIC = b"\x1f\x8b"
+_GZIP_START = b"\x1f\x8b\x08"  # the magic and deflate, the only method gzip defines
 _CRLF2 = b"\r\n\r\n"
 _VERSION_PREFIX = b"WARC/"
+#: the empty line that ends a WARC header block, whatever ends its lines (CRLF, LF, CR CR LF)
+_HEAD_END = re.compile(rb"\n\r*\n")
+#: a line that starts a WARC record: where an uncompressed walk may go on after damage
+_VERSION_LINE = re.compile(rb"WARC/\d+\.\d+[ \t]*\r*\n")
 #: ``name: value``; a name is visible ASCII except ``:`` (RFC 5322 ftext, WARC 1.1 section 4)
 _FIELD_LINE = re.compile(r"([\x21-\x39\x3b-\x7e]+):(.*)\Z", re.DOTALL)
 
@@ -63,6 +90,8 @@ class RecordHead:
 
     ``offset`` is where its gzip member (or, in an uncompressed file, the record) starts.
     Field names are matched case-insensitively (WARC 1.1 section 4); order and repeats are kept.
+    An ARC record's ``version`` is ``ARC/1`` or ``ARC/2`` and its fields are the ones warcio
+    gives it (:mod:`archiver.warc.arc`).
     """
 
     offset: int
@@ -95,6 +124,10 @@ class RecordHead:
         return [name for name, values in self._by_name.items() if len(values) > 1]
 
     @property
+    def is_arc(self) -> bool:
+        return self.version.startswith("ARC/")
+
+    @property
     def record_type(self) -> str:
         return self.get("WARC-Type") or ""
 
@@ -104,7 +137,16 @@ class RecordHead:
 
     @property
     def target_uri(self) -> str | None:
+        """``WARC-Target-URI`` as written (see :attr:`target` for the URI it names)."""
         return self.get("WARC-Target-URI")
+
+    @property
+    def target(self) -> str:
+        """The URI ``WARC-Target-URI`` names, as warcio (and so cdxj-indexer and pywb) reads it:
+        the angle brackets WARC 1.0's grammar put around it (which Wget writes) removed, spaces
+        percent-encoded; ``""`` when there is none. Indexes, verify and ``--dedup-from`` all
+        compare this form."""
+        return target_uri_of(self.target_uri)
 
     @property
     def date(self) -> str | None:
@@ -116,15 +158,35 @@ class RecordHead:
         return int(self.get("Content-Length") or 0)
 
 
+def target_uri_of(value: str | None) -> str:
+    """The URI a ``WARC-Target-URI`` value names (see :attr:`RecordHead.target`)."""
+    if value is None:
+        return ""
+    if value.startswith("<") and value.endswith(">"):
+        value = value[1:-1]
+    return value.replace(" ", "%20")
+
+
 @dataclass(frozen=True, slots=True)
 class RecordInfo(RecordHead):
-    """A whole, valid record: its head plus the length of its gzip member (or of the record)."""
+    """A whole, readable record: its head plus the length of its gzip member (or record)."""
 
     length: int
+    #: in an uncompressed file, the bytes of the empty lines after the block, counted in
+    #: ``length``: CDX(J) lengths leave them out (warcio's reading); 0 in a gzip file, whose
+    #: index lengths are whole members
+    trailer: int = 0
+    #: what WARC 1.1 section 4 does not allow but warcio and FastWARC read: warnings
+    quirks: tuple[str, ...] = ()
 
     @property
     def end(self) -> int:
         return self.offset + self.length
+
+    @property
+    def index_length(self) -> int:
+        """The length an index line gives this record (cdxj-indexer's)."""
+        return self.length - self.trailer
 
 
 class DamageKind(enum.StrEnum):
@@ -137,77 +199,116 @@ class DamageKind(enum.StrEnum):
 
 @dataclass(frozen=True, slots=True)
 class Damage:
-    """Where the walk stopped and why. ``head`` is the damaged record's header when readable."""
+    """Where the walk found damage and why. ``head`` is the damaged record's header when
+    readable. ``resumed`` is where a resynchronising walk went on (the file's size when it
+    found nothing more to read); None when the walk stopped there."""
 
     offset: int
     kind: DamageKind
     reason: str
     head: RecordHead | None = None
+    resumed: int | None = None
+    #: a resynchronising walk found nothing more to read: ``resumed`` is the file's end
+    last: bool = False
 
     def __str__(self) -> str:
         return f"offset {self.offset}: {self.reason}"
 
+    @property
+    def skipped(self) -> str:
+        """What a resynchronising walk left out, in words (empty when it stopped)."""
+        if self.resumed is None:
+            return ""
+        size = self.resumed - self.offset
+        if self.last:
+            return f"{size} bytes left out, to the end of the file"
+        return f"{size} bytes left out, read on at offset {self.resumed}"
+
 
 class _RecordError(Exception):
-    def __init__(self, kind: DamageKind, reason: str) -> None:
+    def __init__(self, kind: DamageKind, reason: str, *, header_read: bool = False) -> None:
         super().__init__(reason)
         self.kind = kind
         self.reason = reason
+        #: a record header was read, though no head could be made of it (bytes of a record,
+        #: not garbage)
+        self.header_read = header_read
 
 
 # ----------------------------------------------------------------------------- record parsing
-class _RecordParser:
-    """Parses one record from a byte stream fed in pieces; raises :class:`_RecordError`."""
+_HEAD, _BLOCK, _TRAILER, _DONE = range(4)
 
-    __slots__ = ("_buf", "_on_block", "_remaining", "_sink", "_state", "head", "offset")
+
+class _RecordParser:
+    """Parses one record from a byte stream fed in pieces; raises :class:`_RecordError`.
+
+    After the block it takes the empty lines that end the record (CR and LF bytes) and stops at
+    the first other byte without taking it: :attr:`closed`. Whether that byte may follow (the
+    next record, or nothing in a gzip member) is the walker's to judge; :meth:`finish` ends the
+    record where the bytes ran out.
+    """
+
+    __slots__ = (
+        "_buf",
+        "_on_block",
+        "_quirks",
+        "_remaining",
+        "_sink",
+        "_state",
+        "closed",
+        "head",
+        "offset",
+        "trailer",
+    )
 
     def __init__(self, offset: int, on_block: Callable[[RecordHead], BlockSink | None] | None):
         self.offset = offset
         self._on_block = on_block
-        self._state = 0  # 0 header, 1 block, 2 terminator, 3 done
+        self._state = _HEAD
         self._buf = bytearray()
         self._remaining = 0
         self._sink: BlockSink | None = None
+        self._quirks: list[str] = []
         self.head: RecordHead | None = None
+        self.trailer = 0  #: empty-line bytes after the block
+        self.closed = False  #: a byte that is no line end came after the block
 
     @property
     def done(self) -> bool:
-        return self._state == 3
+        return self._state == _DONE
 
     @property
     def block_done(self) -> bool:
         """The head and every byte of the block were read (the terminator may still follow)."""
-        return self._state >= 2
+        return self._state >= _TRAILER
 
     def feed(self, data: bytes | memoryview) -> int:
-        """Consume bytes of this record; returns how many were used (fewer once it ended)."""
+        """Consume bytes of this record; returns how many were used (fewer once it closed)."""
         view = memoryview(data)
         pos = 0
         end = len(view)
         while pos < end:
             state = self._state
-            if state == 1:
+            if state == _BLOCK:
                 take = min(self._remaining, end - pos)
                 if self._sink is not None:
                     self._sink(view[pos : pos + take])
                 self._remaining -= take
                 pos += take
                 if self._remaining == 0:
-                    self._state = 2
-            elif state == 0:
+                    self._state = _TRAILER
+            elif state == _HEAD:
                 pos += self._feed_header(view[pos:])
-            elif state == 2:
-                need = 4 - len(self._buf)
-                self._buf += view[pos : pos + need]
-                pos += min(need, end - pos)
-                if not _CRLF2.startswith(self._buf):
-                    raise _RecordError(
-                        DamageKind.RECORD,
-                        "the block is not followed by CRLF CRLF (wrong Content-Length?)",
-                    )
-                if len(self._buf) == 4:
-                    self._buf.clear()
-                    self._state = 3
+            elif state == _TRAILER:
+                start = pos
+                while pos < end and view[pos] in (13, 10):
+                    pos += 1
+                if pos - start and len(self._buf) < 16:
+                    self._buf += view[start : min(pos, start + 16)]
+                self.trailer += pos - start
+                if pos < end:
+                    self.closed = True
+                    break
             else:
                 break
         return pos
@@ -217,13 +318,38 @@ class _RecordParser:
         used = self.feed(data)
         if used < len(data):
             rest = bytes(data[used : used + 5])
-            if _VERSION_PREFIX.startswith(rest) or rest.startswith(_VERSION_PREFIX):
+            if self.trailer and (
+                _VERSION_PREFIX.startswith(rest) or rest.startswith(_VERSION_PREFIX)
+            ):
                 raise _RecordError(
                     DamageKind.MULTI,
                     "the gzip member holds more than one record (whole-file gzip?); "
                     "WARC annex D requires one member per record",
                 )
-            raise _RecordError(DamageKind.RECORD, "bytes after the record inside its gzip member")
+            raise _RecordError(DamageKind.RECORD, self.not_followed())
+
+    def not_followed(self) -> str:
+        """Why the byte that closed the record may not follow it."""
+        if self.trailer:
+            return "bytes after the record's empty lines that start no record"
+        return "the block is not followed by CRLF CRLF (wrong Content-Length?)"
+
+    def finish(self) -> None:
+        """The bytes of this record ended: at the end of its member or file, or where the next
+        record starts. Raises :class:`_RecordError` if it is not whole."""
+        if self._state < _TRAILER:
+            raise _RecordError(DamageKind.CUT, self.incomplete())
+        if self.head is not None and not self.head.is_arc:
+            trailer = bytes(self._buf)
+            if not self.trailer:
+                self._quirks.append(
+                    "no empty lines after the block (its Content-Length counts them?)"
+                )
+            elif trailer != _CRLF2 or self.trailer != 4:
+                shown = trailer if self.trailer <= 16 else trailer + b"..."
+                self._quirks.append(f"the block is followed by {shown!r}, not CRLF CRLF")
+        self._buf.clear()
+        self._state = _DONE
 
     def _feed_header(self, view: memoryview) -> int:
         buf = self._buf
@@ -232,26 +358,57 @@ class _RecordParser:
             before = len(buf)
             step = view[used : used + _HEAD_STEP]
             buf += step
-            if not buf.startswith(_VERSION_PREFIX) and not _VERSION_PREFIX.startswith(buf):
-                raise _RecordError(DamageKind.RECORD, f"no WARC version line: {bytes(buf[:20])!r}")
-            cut = buf.find(_CRLF2, max(0, before - 3))
-            if cut >= 0:
-                used += cut + 4 - before
-                self._start_block(bytes(buf[:cut]))
-                buf.clear()
-                return used
+            if buf.startswith(_VERSION_PREFIX) or _VERSION_PREFIX.startswith(buf):
+                from_ = buf.rfind(b"\n", max(0, before - _HEAD_STEP), before)
+                match = _HEAD_END.search(buf, from_ if from_ >= 0 else max(0, before - 1))
+                if match is not None:
+                    used += match.end() - before
+                    self._start_block(bytes(buf[: match.start() + 1]))
+                    buf.clear()
+                    return used
+                limit = MAX_HEADER
+            else:
+                cut = buf.find(b"\n", before)
+                if cut >= 0:
+                    used += cut + 1 - before
+                    self._start_arc(bytes(buf[:cut]))
+                    buf.clear()
+                    return used
+                limit = arc.MAX_LINE
             used += len(step)
-            if len(buf) > MAX_HEADER:
-                raise _RecordError(DamageKind.RECORD, f"WARC header larger than {MAX_HEADER} bytes")
+            if len(buf) > limit:
+                what = "WARC header" if limit == MAX_HEADER else "first line"
+                raise _RecordError(DamageKind.RECORD, f"{what} larger than {limit} bytes")
         return used
 
+    def _start_arc(self, line: bytes) -> None:
+        try:
+            header = arc.parse_header_line(line)
+        except arc.ArcLengthError as exc:
+            raise _RecordError(DamageKind.RECORD, str(exc), header_read=True) from None
+        except arc.ArcLineError as exc:
+            if line.startswith(_VERSION_PREFIX) or not line.strip():
+                raise _RecordError(
+                    DamageKind.RECORD, f"no WARC version line: {line[:20]!r}"
+                ) from None
+            raise _RecordError(
+                DamageKind.RECORD, f"no WARC version line or ARC header line: {exc}"
+            ) from None
+        self._begin(RecordHead(self.offset, f"ARC/{header.version}", header.warc_headers()))
+
     def _start_block(self, raw: bytes) -> None:
-        lines = raw.decode("utf-8", "replace").split("\r\n")
-        version = lines[0]
-        if version not in VERSIONS:
+        if b"\r\r\n" in raw:
+            self._quirks.append("header lines end in CR CR LF, not CRLF")
+        elif raw.count(b"\n") != raw.count(b"\r\n"):
+            self._quirks.append("header lines end in LF, not CRLF")
+        lines = [line.rstrip("\r") for line in raw.decode("utf-8", "replace").split("\n")[:-1]]
+        version = lines[0].rstrip(" \t")
+        if version not in READABLE_VERSIONS:
             raise _RecordError(
                 DamageKind.RECORD, f"version line {version[:40]!r} is not WARC/1.0|1.1"
             )
+        if version not in VERSIONS:
+            self._quirks.append(f"{version}, a draft of the standard")
         fields: list[tuple[str, str]] = []
         for line in lines[1:]:
             if line[:1] in (" ", "\t") and fields:  # folded line (annotated spec #74: tolerated)
@@ -262,27 +419,25 @@ class _RecordParser:
             if match is None:
                 raise _RecordError(DamageKind.RECORD, f"malformed WARC header line {line[:60]!r}")
             fields.append((match.group(1), match.group(2).strip()))
-        head = RecordHead(self.offset, version, tuple(fields))
+        self._begin(RecordHead(self.offset, version, tuple(fields)))
+
+    def _begin(self, head: RecordHead) -> None:
         length = head.get("Content-Length")
         if length is None or not (length.isascii() and length.isdigit()):
             raise _RecordError(DamageKind.RECORD, f"missing or invalid Content-Length {length!r}")
         self.head = head
         self._remaining = int(length)
-        self._state = 1 if self._remaining else 2
+        self._state = _BLOCK if self._remaining else _TRAILER
         self._sink = self._on_block(head) if self._on_block is not None else None
 
     def incomplete(self) -> str:
         """Why the record is not whole, once its bytes ran out."""
-        if self._state == 0:
-            return "the data ends inside the record's WARC header"
-        if self._state == 1:
-            total = self.head.content_length if self.head is not None else 0
-            return (
-                f"the block holds {total - self._remaining} of its {total} bytes (Content-Length)"
-            )
-        return "the record ends without its CRLF CRLF terminator"
+        if self._state == _HEAD:
+            return "the data ends inside the record's header"
+        total = self.head.content_length if self.head is not None else 0
+        return f"the block holds {total - self._remaining} of its {total} bytes (Content-Length)"
 
-    def info(self, length: int) -> RecordInfo:
+    def info(self, length: int, *, plain: bool) -> RecordInfo:
         assert self.head is not None
         head = self.head
         return RecordInfo(
@@ -290,6 +445,8 @@ class _RecordParser:
             version=head.version,
             headers=head.headers,
             length=length,
+            trailer=self.trailer if plain else 0,
+            quirks=tuple(self._quirks),
             _by_name=head._by_name,
         )
 
@@ -301,21 +458,30 @@ class _Region:
     __slots__ = ("_buf", "_fh", "_i", "end", "pos")
 
     def __init__(self, fh: BinaryIO, start: int, end: int) -> None:
-        fh.seek(start)
         self._fh = fh
+        self.end = end
         self._buf = b""
         self._i = 0
         self.pos = start
-        self.end = end
+        self.seek(start)
+
+    def seek(self, pos: int) -> None:
+        self._fh.seek(pos)
+        self._buf = b""
+        self._i = 0
+        self.pos = pos
 
     def view(self, size: int, need: int = 1) -> memoryview:
         """Up to ``size`` bytes at the current position, at least ``need`` unless at the end."""
-        if len(self._buf) - self._i < need:
+        while len(self._buf) - self._i < need:
             left = self.end - self.pos - (len(self._buf) - self._i)
-            if left > 0:
-                more = self._fh.read(min(READ_SIZE, left))
-                self._buf = self._buf[self._i :] + more if self._i < len(self._buf) else more
-                self._i = 0
+            if left <= 0:
+                break
+            more = self._fh.read(min(max(READ_SIZE, need), left))
+            if not more:
+                break
+            self._buf = self._buf[self._i :] + more if self._i < len(self._buf) else more
+            self._i = 0
         return memoryview(self._buf)[self._i : self._i + size]
 
     def advance(self, count: int) -> None:
@@ -328,113 +494,208 @@ class _Region:
         self.pos -= count
 
 
+Sinks = Callable[[RecordHead], BlockSink | None] | None
+
+
 def _walk(
-    fh: BinaryIO,
-    start: int,
-    end: int,
-    on_block: Callable[[RecordHead], BlockSink | None] | None,
+    fh: BinaryIO, start: int, end: int, on_block: Sinks, *, resync: bool = False
 ) -> Iterator[RecordInfo | Damage]:
     src = _Region(fh, start, end)
     if bytes(src.view(2, need=2)) == _GZIP_MAGIC:
-        yield from _walk_gzip(src, on_block)
+        yield from _walk_gzip(src, on_block, resync)
     else:
-        yield from _walk_plain(src, on_block)
+        yield from _walk_plain(src, on_block, resync)
 
 
-def _walk_gzip(
-    src: _Region, on_block: Callable[[RecordHead], BlockSink | None] | None
-) -> Iterator[RecordInfo | Damage]:
+def _walk_gzip(src: _Region, on_block: Sinks, resync: bool) -> Iterator[RecordInfo | Damage]:
     while True:
         start = src.pos
         magic = bytes(src.view(2, need=2))
         if not magic:
             return
         if magic != _GZIP_MAGIC:
-            yield Damage(
-                start,
-                DamageKind.GARBAGE,
-                f"{src.end - start} bytes after the last gzip member are not gzip data",
+            found = _next_member(src, start + 1) if resync else None
+            size = (found if found is not None else src.end) - start
+            damage = Damage(
+                start, DamageKind.GARBAGE, f"{size} bytes that are not gzip data", None, found
             )
+            yield _resumed(damage, src, found, resync)
+            if found is None:
+                return
+            src.seek(found)
+            continue
+        outcome = _member(src, start, on_block)
+        if isinstance(outcome, RecordInfo):
+            yield outcome
+            continue
+        damage, whole = outcome
+        if not resync:
+            yield damage
             return
-        inflater = zlib.decompressobj(wbits=31)
-        parser = _RecordParser(start, on_block)
-        try:
-            while not inflater.eof:
-                piece = src.view(FEED_SIZE)
-                if not piece:
-                    yield Damage(
-                        start,
-                        DamageKind.CUT,
-                        f"the file ends inside the gzip member that starts here "
-                        f"({src.pos - start} bytes of it present)",
-                        parser.head,
-                    )
-                    return
-                src.advance(len(piece))
-                parser.feed_member(inflater.decompress(piece, OUT_SIZE))
-                while inflater.unconsumed_tail and not inflater.eof:
-                    parser.feed_member(inflater.decompress(inflater.unconsumed_tail, OUT_SIZE))
-                if inflater.eof:  # the member ended inside this piece: the rest is the next one's
-                    src.rewind(len(inflater.unused_data))
-        except zlib.error as exc:
-            yield Damage(start, DamageKind.CORRUPT, f"invalid gzip member: {exc}", parser.head)
+        # a member that is itself whole ends where the next one starts; otherwise the next
+        # member that holds a record is looked for after this one's first byte
+        found = src.pos if whole else _next_member(src, start + 1)
+        yield _resumed(damage, src, found, resync)
+        if found is None or found >= src.end:
             return
-        except _RecordError as exc:
-            # The record is parsed before zlib checks the CRC at the member's end: if the
-            # member is corrupt, that is the cause to report, not the garbled header it produced.
-            corrupt = _corrupt_rest(src, inflater) if exc.kind is DamageKind.RECORD else None
-            if corrupt is not None:
-                yield Damage(start, DamageKind.CORRUPT, corrupt, parser.head)
-            else:
-                yield Damage(start, exc.kind, exc.reason, parser.head)
-            return
-        if not parser.done:
-            yield Damage(start, DamageKind.RECORD, parser.incomplete(), parser.head)
-            return
-        yield parser.info(src.pos - start)
+        src.seek(found)
 
 
-def _corrupt_rest(src: _Region, inflater: zlib._Decompress) -> str | None:
-    """Inflate the rest of a member (output discarded, at most 64 MiB of input read) and say
-    why it is invalid gzip, or None if it is not (or the check gave up)."""
-    budget = 64 << 20
+def _resumed(damage: Damage, src: _Region, found: int | None, resync: bool) -> Damage:
+    if not resync:
+        return damage
+    last = found is None or found >= src.end
+    resumed = src.end if found is None else found
+    return Damage(damage.offset, damage.kind, damage.reason, damage.head, resumed, last)
+
+
+def _member(src: _Region, start: int, on_block: Sinks) -> RecordInfo | tuple[Damage, bool]:
+    """Read the gzip member at ``start``: its record, or (damage, whether the member itself is
+    whole, so the walk may go on at its end, where ``src`` is left)."""
+    inflater = zlib.decompressobj(wbits=31)
+    parser = _RecordParser(start, on_block)
+    ended = False  # the member's end was reached and ``src`` left there
     try:
-        while inflater.unconsumed_tail and not inflater.eof:
-            inflater.decompress(inflater.unconsumed_tail, OUT_SIZE)
-        while not inflater.eof and budget > 0:
+        while not inflater.eof:
             piece = src.view(FEED_SIZE)
             if not piece:
-                return None
+                reason = (
+                    f"the file ends inside the gzip member that starts here "
+                    f"({src.pos - start} bytes of it present)"
+                )
+                return Damage(start, DamageKind.CUT, reason, parser.head), False
             src.advance(len(piece))
-            budget -= len(piece)
-            inflater.decompress(piece, OUT_SIZE)
+            parser.feed_member(inflater.decompress(piece, OUT_SIZE))
             while inflater.unconsumed_tail and not inflater.eof:
-                inflater.decompress(inflater.unconsumed_tail, OUT_SIZE)
+                parser.feed_member(inflater.decompress(inflater.unconsumed_tail, OUT_SIZE))
+            if inflater.eof:  # the member ended inside this piece: the rest is the next one's
+                src.rewind(len(inflater.unused_data))
+                ended = True
+        parser.finish()
     except zlib.error as exc:
-        return f"invalid gzip member: {exc}"
+        return Damage(start, DamageKind.CORRUPT, f"invalid gzip member: {exc}", parser.head), False
+    except _RecordError as exc:
+        # The record is parsed before zlib checks the CRC at the member's end: if the
+        # member is corrupt, that is the cause to report, not the garbled header it produced.
+        kind = DamageKind.RECORD if exc.kind is DamageKind.CUT else exc.kind
+        corrupt, whole = (None, True) if ended else _rest_of_member(src, inflater)
+        if corrupt is not None:
+            return Damage(start, DamageKind.CORRUPT, corrupt, parser.head), False
+        return Damage(start, kind, exc.reason, parser.head), whole
+    return parser.info(src.pos - start, plain=False)
+
+
+def _rest_of_member(src: _Region, inflater: zlib._Decompress) -> tuple[str | None, bool]:
+    """Inflate the rest of a member, output discarded: (why it is invalid gzip or None, whether
+    it reached its end, ``src`` left there: the bytes zlib read past it given back)."""
+    try:
+        while not inflater.eof:
+            if inflater.unconsumed_tail:
+                inflater.decompress(inflater.unconsumed_tail, OUT_SIZE)
+                continue
+            piece = src.view(FEED_SIZE)
+            if not piece:
+                return None, False
+            src.advance(len(piece))
+            inflater.decompress(piece, OUT_SIZE)
+    except zlib.error as exc:
+        return f"invalid gzip member: {exc}", False
+    src.rewind(len(inflater.unused_data))
+    return None, True
+
+
+def _next_member(src: _Region, at: int) -> int | None:
+    """The first offset from ``at`` where a gzip member starts whose data begins a record (a
+    WARC version line or an ARC header line); None when there is none."""
+    pos = at
+    while pos < src.end:
+        src.seek(pos)
+        window = bytes(src.view(_SCAN_STEP, need=min(_SCAN_STEP, src.end - pos)))
+        if len(window) < 3:
+            return None
+        i = window.find(_GZIP_START)
+        while i >= 0:
+            if _starts_record(src, pos + i):
+                return pos + i
+            i = window.find(_GZIP_START, i + 1)
+        pos += max(len(window) - 2, 1)
     return None
 
 
-def _walk_plain(
-    src: _Region, on_block: Callable[[RecordHead], BlockSink | None] | None
-) -> Iterator[RecordInfo | Damage]:
+def _starts_record(src: _Region, at: int) -> bool:
+    """Whether a gzip member at ``at`` inflates to the start of a record."""
+    src.seek(at)
+    inflater = zlib.decompressobj(wbits=31)
+    try:
+        out = inflater.decompress(bytes(src.view(FEED_SIZE)), 4096)
+    except zlib.error:
+        return False
+    return _record_start(out)
+
+
+def _record_start(data: bytes) -> bool:
+    """Whether ``data`` begins with a WARC version line or an ARC header line."""
+    if data.startswith(_VERSION_PREFIX):
+        return _VERSION_LINE.match(data) is not None or len(data) < 16
+    line, newline, _ = data.partition(b"\n")
+    return bool(newline) and arc.looks_like_header_line(line)
+
+
+def _walk_plain(src: _Region, on_block: Sinks, resync: bool) -> Iterator[RecordInfo | Damage]:
     while True:
         start = src.pos
         if not src.view(1):
             return
         parser = _RecordParser(start, on_block)
+        damage: Damage | None = None
         try:
-            while not parser.done:
+            while not parser.closed:
                 piece = src.view(READ_SIZE)
                 if not piece:
-                    yield Damage(start, DamageKind.CUT, parser.incomplete(), parser.head)
-                    return
+                    break
                 src.advance(parser.feed(piece))
+            if parser.closed:
+                ahead = bytes(src.view(64, need=64))
+                if not parser.trailer and not _record_start(ahead):
+                    raise _RecordError(DamageKind.RECORD, parser.not_followed())
+            parser.finish()
         except _RecordError as exc:
-            kind = DamageKind.GARBAGE if parser.head is None else exc.kind
-            yield Damage(start, kind, exc.reason, parser.head)
+            kind = exc.kind
+            if parser.head is None and not exc.header_read:
+                kind = DamageKind.GARBAGE
+            damage = Damage(start, kind, exc.reason, parser.head)
+        if damage is None:
+            yield parser.info(src.pos - start, plain=True)
+            continue
+        if not resync:
+            yield damage
             return
-        yield parser.info(src.pos - start)
+        found = _next_line_record(src, start + 1)
+        yield _resumed(damage, src, found, resync)
+        if found is None:
+            return
+        src.seek(found)
+
+
+def _next_line_record(src: _Region, at: int) -> int | None:
+    """The first offset after ``at`` where a line starts a record (a WARC version line, or an
+    ARC header line); None when there is none."""
+    pos = at
+    while pos < src.end:
+        src.seek(pos)
+        want = _SCAN_STEP + arc.MAX_LINE
+        window = bytes(src.view(want, need=min(want, src.end - pos)))
+        final = pos + len(window) >= src.end
+        limit = len(window) if final else _SCAN_STEP
+        i = window.find(b"\n")
+        while 0 <= i < limit:
+            if _record_start(window[i + 1 : i + 1 + arc.MAX_LINE]):
+                return pos + i + 1
+            i = window.find(b"\n", i + 1)
+        if final:
+            return None
+        pos += _SCAN_STEP
+    return None
 
 
 def is_gzip(path: str | os.PathLike[str]) -> bool:
@@ -447,8 +708,10 @@ def iter_records(
     path: str | os.PathLike[str],
     *,
     on_block: Callable[[RecordHead], BlockSink | None] | None = None,
+    resync: bool = False,
 ) -> Iterator[RecordInfo | Damage]:
-    """Yield every whole record of a WARC file, then a :class:`Damage` if the walk hit one.
+    """Yield every whole record of a WARC (or ARC) file, and a :class:`Damage` where the walk
+    found damage: the last item without ``resync``, one per region left out with it.
 
     ``on_block(head)`` is called when a record's header has been read; the sink it returns gets
     the block in pieces. The record is yielded only once its member proved whole, so a sink fed
@@ -457,7 +720,7 @@ def iter_records(
     """
     with open(path, "rb") as fh:
         size = os.fstat(fh.fileno()).st_size
-        yield from _walk(fh, 0, size, on_block)
+        yield from _walk(fh, 0, size, on_block, resync=resync)
 
 
 def read_record_at(
@@ -469,9 +732,9 @@ def read_record_at(
 ) -> RecordInfo:
     """The one record stored in ``[offset, offset + length)``, as an index line points at it.
 
-    The slice must be exactly one whole gzip member (or one record, uncompressed) holding
-    exactly one record: what a CDX(J) consumer assumes when it decompresses it on its own.
-    Raises :class:`WarcFormatError` otherwise.
+    The slice must be exactly one whole gzip member (or one record, uncompressed, with or
+    without the empty lines after it) holding exactly one record: what a CDX(J) consumer
+    assumes when it decompresses it on its own. Raises :class:`WarcFormatError` otherwise.
     """
     with open(path, "rb") as fh:
         size = os.fstat(fh.fileno()).st_size
@@ -538,7 +801,7 @@ def read_prefix_at(
         except _RecordError as exc:
             raise WarcFormatError(f"{path}: offset {offset}: {exc.reason}") from None
     if parser.head is None:
-        raise WarcFormatError(f"{path}: no whole WARC header at offset {offset}")
+        raise WarcFormatError(f"{path}: no whole record header at offset {offset}")
     return RecordPrefix(parser.head, bytes(block))
 
 

@@ -247,7 +247,8 @@ class RecordFactory:
         them: a TLS certificate that failed verification, and the interim (1xx) responses
         received before the final one (kept out of the response record so replay and
         indexing see the final status; each one here as a readable status line and its
-        exact bytes in base64)."""
+        exact bytes in base64), and the empty lines passed over before a status line
+        (:meth:`archiver.fetch.httpframe.ResponseFramer`), in base64."""
         fields: list[tuple[str, str]] = []
         tls = ex.tls
         if tls is not None and not tls.verified:
@@ -255,6 +256,9 @@ class RecordFactory:
             if tls.verify_error:
                 fields.append(("tls-verify-error", tls.verify_error))
         for interim in ex.interim:
+            if not interim.strip(b"\r\n"):  # empty lines before a status line, passed over
+                fields.append(("http-skipped-line-ends-base64", base64.b64encode(interim).decode()))
+                continue
             fields.append(("http-interim-response", start_line(interim).decode("latin-1")))
             fields.append(("http-interim-response-base64", base64.b64encode(interim).decode()))
         if not fields:

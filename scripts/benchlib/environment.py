@@ -38,6 +38,9 @@ PIP = {
     "warcio": "warcio==1.8.1",
     "fastwarc": "fastwarc==2.0.1",
     "cdxj_indexer": "cdxj-indexer==1.5.0",
+    # the peers of the extractor bounds (scripts/bench --extract)
+    "feedparser": "feedparser>=6.0",
+    "m3u8": "m3u8>=6.0",
 }
 
 

@@ -28,8 +28,8 @@ PAGE = "https://example.com/dir/page.html"
 E = "https://example.com"
 
 
-def html(markup: str, url: str = PAGE, **kwargs: int) -> Links:
-    return extract_html(markup.encode("utf-8"), url, **kwargs)
+def html(markup: str, url: str = PAGE) -> Links:
+    return extract_html(markup.encode("utf-8"), url)
 
 
 def found(markup: str, url: str = PAGE) -> tuple[list[str], list[str]]:
@@ -94,7 +94,13 @@ def found(markup: str, url: str = PAGE) -> tuple[list[str], list[str]]:
             [f"{E}/p.webp", f"{E}/p.jpg"],
         ),
         ('<video><source src="/v.mp4" type="video/mp4"></video>', [], [f"{E}/v.mp4"]),
-        ('<script src="/app.js"></script><script>var x = "/no.js";</script>', [], [f"{E}/app.js"]),
+        # an inline script's root-relative string is a page (js-string); a src script's text
+        # is ignored, as browsers ignore it
+        (
+            '<script src="/app.js">var y = "/ignored";</script><script>var x = "/s.js";</script>',
+            [f"{E}/s.js"],
+            [f"{E}/app.js"],
+        ),
         ('<script type="module" src="/mod.js"></script>', [], [f"{E}/mod.js"]),
         ('<iframe src="/frame.html"></iframe>', [], [f"{E}/frame.html"]),
         (
@@ -467,6 +473,7 @@ def test_extract_css_resolves_against_the_stylesheet_url() -> None:
             "https://example.com/abs.png",
         ),
         base="https://example.com/static/css/site.css",
+        extractor="css",
     )
 
 

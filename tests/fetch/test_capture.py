@@ -27,6 +27,7 @@ from aiohttp import web
 
 from archiver import digest
 from archiver.commands import verify
+from archiver.commands.exits import exit_code
 from archiver.fetch.capture import (
     MAX_DIAGNOSTIC_BYTES,
     TESTED_AIOHTTP_VERSIONS,
@@ -50,6 +51,8 @@ def sha1(data: bytes) -> str:
 def assert_verified(out: Path) -> verify.VerifyReport:
     report = verify.verify([out / "warcs"], index=out / "index.cdxj")
     assert report.ok, verify.render(report)
+    # archiver wrote them (its warcinfo says so): its own stricter rules judged them too
+    assert report.files_archiver == report.files > 0
     return report
 
 
@@ -219,11 +222,74 @@ async def test_interim_responses_go_beside_the_final_one(
     assert (shown.status, shown.body) == (200, html)
 
 
+@pytest.mark.parametrize(
+    "before",
+    [
+        [b"\r\n"],
+        [b"\r\n\n\r\n"],
+        [b"HTTP/1.1 100 Continue\r\n\r\n", b"\r\n"],
+    ],
+    ids=["crlf", "three-line-ends", "after-100-continue"],
+)
+async def test_empty_lines_before_a_status_line_are_passed_over(
+    tmp_path: Path, raw_server: RawServer, before: list[bytes]
+) -> None:
+    """A server that sends empty lines before its status line (at the start, or after an
+    interim response): llhttp and browsers pass over them, and so does the capture. robots.txt
+    sent that way is read (it disallows /private), the page is captured byte for byte, and the
+    passed-over bytes are kept beside it, so every byte received is in the WARC."""
+    html = b"<html><a href='/private'>p</a><a href='/next'>n</a></html>"
+    final = (
+        b"HTTP/1.1 200 OK\r\nContent-Type: text/html\r\n"
+        + f"Content-Length: {len(html)}\r\n\r\n".encode()
+        + html
+    )
+    rules = b"User-agent: *\nDisallow: /private\n"
+    robots = b"HTTP/1.1 200 OK\r\nContent-Type: text/plain\r\nContent-Length: %d\r\n\r\n" % len(
+        rules
+    )
+    raw_server.add("/robots.txt", b"\r\n" + robots + rules)
+    raw_server.add("/page", b"".join(before) + final)
+    raw_server.add("/next", b"HTTP/1.1 200 OK\r\nContent-Length: 2\r\n\r\nok")
+    raw_server.add("/private", b"HTTP/1.1 200 OK\r\nContent-Length: 2\r\n\r\nno")
+    result = await crawl_raw(tmp_path, raw_server, "/page", scope="host", robots="obey")
+    assert (result.status, exit_code(result.status)) == ("completed", 0)
+    out = tmp_path / "out"
+    (response,) = responses(out / "warcs", raw_server.url("/page"))
+    assert response.block == final
+    assert response.get("WARC-Payload-Digest") == sha1(html)
+    (robots_record,) = responses(out / "warcs", raw_server.url("/robots.txt"))
+    assert robots_record.block == robots + rules
+    assert responses(out / "warcs", raw_server.url("/next"))
+    assert not raw_server.requests_for("/private"), "robots.txt was read and obeyed"
+    records = read_records(out / "warcs")
+    kept: dict[str, bytes] = {}
+    for record in records:
+        if record.type == "metadata":
+            fields = [line.split(": ", 1) for line in record.block.decode().splitlines()]
+            kept[str(record.get("WARC-Target-URI"))] = b"".join(
+                base64.b64decode(value) for name, value in fields if name.endswith("-base64")
+            )
+    assert kept[raw_server.url("/page")] + response.block == b"".join(before) + final
+    assert kept[raw_server.url("/robots.txt")] + robots_record.block == b"\r\n" + robots + rules
+    assert_verified(out)
+    ours = sorted((out / "index.cdxj").read_text().splitlines(), key=str.encode)
+    assert ours == reference_cdxj(out / "warcs")
+
+
 HINTS = b"HTTP/1.1 103 Early Hints\r\nLink: </a.css>; rel=preload\r\n\r\n"
 
 
 @pytest.mark.parametrize("spool_memory", [1 << 20, 64])  # in memory, and spooled to disk
-@pytest.mark.parametrize("interim", [[HINTS], [b"HTTP/1.1 100 Continue\r\n\r\n", HINTS]])
+@pytest.mark.parametrize(
+    "interim",
+    [
+        [HINTS],
+        [b"HTTP/1.1 100 Continue\r\n\r\n", HINTS],
+        [b"\r\n"],  # empty lines before a status line: passed over, kept beside
+        [b"\n\r\n", b"HTTP/1.1 100 Continue\r\n\r\n", b"\r\n\r\n", HINTS, b"\r\n"],
+    ],
+)
 def test_interim_responses_split_off_whatever_the_chunking(
     spool_memory: int, interim: list[bytes]
 ) -> None:
@@ -449,13 +515,13 @@ def test_bytes_kept_of_a_reply_that_is_not_http_stay_under_the_diagnostic_cap(
 
 
 @pytest.mark.parametrize(
-    "wire", [b"\x00\n\n\x00\x92", b"HTX\r\n\r\n", b"\n\nHTTP/1.1 200 OK\r\n\r\n"]
+    "wire",
+    [b"\x00\n\n\x00\x92", b"HTX\r\n\r\n", b"\n\nHTTP/1.1 200 OK\r\n\r\n", b"\r\n\r\nHTX\r\n"],
 )
-def test_a_reply_that_is_not_http_is_refused_at_the_same_byte_whatever_the_reads(
-    wire: bytes,
-) -> None:
+def test_a_reply_is_read_the_same_whatever_the_reads(wire: bytes) -> None:
     """Found by fuzzing: fed byte by byte, a blank line before the fifth byte was read as the
-    end of a head with an invalid status line; fed at once, as no HTTP at all."""
+    end of a head with an invalid status line; fed at once, as no HTTP at all. Empty lines
+    before a status line are passed over (llhttp does): then it is a response, else refused."""
     readings = set()
     for size in (1, 2, len(wire)):
         framer = ResponseFramer()
@@ -463,8 +529,11 @@ def test_a_reply_that_is_not_http_is_refused_at_the_same_byte_whatever_the_reads
             framer.feed(wire[i : i + size])
         readings.add((framer.state, framer.error, framer.consumed, framer.header_length))
     assert len(readings) == 1
-    ((state, error, _, _),) = readings
-    assert state is State.ERROR and error == "no HTTP status line (HTTP/0.9 or not HTTP)"
+    ((state, error, _, header_length),) = readings
+    if wire.lstrip(b"\r\n").startswith(b"HTTP/1.1"):
+        assert state is State.BODY and header_length == len(wire)
+    else:
+        assert state is State.ERROR and error == "no HTTP status line (HTTP/0.9 or not HTTP)"
 
 
 @pytest.mark.parametrize("read_size", [1, 4096, 1 << 20], ids=["bytewise", "4k", "one-read"])

@@ -19,6 +19,7 @@ from aiohttp import web
 from yarl import URL
 
 from archiver.commands.cli import main
+from archiver.commands.exits import exit_code
 from archiver.config.settings import load_settings
 from archiver.fetch.cookies import (
     CrawlCookieJar,
@@ -141,7 +142,7 @@ async def test_a_session_site_is_captured_with_the_jar(tmp_path: Path) -> None:
     async with RawServer() as server:
         session_site(server)
         result = await run_crawl(tmp_path / "jar", server.url("/"))
-        assert result.exit_code == 0
+        assert exit_code(result.status) == 0
         assert statuses(tmp_path / "jar") == {
             server.url("/"): 200,
             **{server.url(path): 200 for path in PAGES},
@@ -200,7 +201,7 @@ async def test_a_cookies_file_unlocks_a_page_and_its_cookies_keep_to_their_domai
             max_depth=1,
             allow_private=True,  # the other site is on another loopback port
         )
-        assert result.exit_code == 0, result.reason
+        assert exit_code(result.status) == 0, result.reason
         got = statuses(out)
         assert got[f"http://members.test:{port}/private"] == 200
         assert got[f"http://sub.members.test:{port}/x"] == 200
@@ -269,7 +270,7 @@ async def test_save_cookies_writes_a_file_that_a_later_crawl_loads(tmp_path: Pat
         server.add("/", http("200 OK", b'<a href="/a">a</a>'))
         server.add_handler("/a", requiring(f"sid={SESSION}"))
         result = await run_crawl(tmp_path / "second", server.url("/"), cookies=saved)
-        assert result.exit_code == 0
+        assert exit_code(result.status) == 0
         assert statuses(tmp_path / "second")[server.url("/a")] == 200
 
 

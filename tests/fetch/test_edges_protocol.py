@@ -42,6 +42,7 @@ import pytest
 
 from archiver import digest
 from archiver.commands import verify
+from archiver.commands.exits import exit_code
 from archiver.config.settings import Settings
 from archiver.fetch.fetcher import FetchConfig
 from archiver.run.crawler import CrawlResult
@@ -78,6 +79,8 @@ def ok_response(body: bytes) -> bytes:
 def assert_verified(out: Path) -> verify.VerifyReport:
     report = verify.verify([out / "warcs"], index=out / "index.cdxj")
     assert report.ok, verify.render(report)
+    # archiver wrote them (its warcinfo says so): its own stricter rules judged them too
+    assert report.files_archiver == report.files > 0
     return report
 
 
@@ -399,13 +402,15 @@ async def test_robots_txt_timing_out_means_no_page_is_requested(
         out, raw_server, "/", "/page", robots="obey", fetch_timeout=0.5, read_timeout=AN_HOUR
     )
 
-    assert result.status == "completed"
+    # RFC 9309 section 2.3.1.4: complete disallow, so neither seed is fetched; the rules are
+    # unknown, so both failed, and a crawl that archived nothing exits 1
+    assert (result.status, exit_code(result.status)) == ("failed", 1)
     assert requested_paths(raw_server) == ["/robots.txt"]
-    assert result.summary["skips"] == {"robots": 2}
+    assert result.summary["failures"] == {"robots-unreachable": 2}
     assert result.summary["robots"]["fetches"] == 1
     assert result.summary["robots"]["unreachable"] == 1
-    skipped = {e["url"] for e in log_events(out, "skip") if e["reason"] == "robots"}
-    assert skipped == {raw_server.url("/"), raw_server.url("/page")}
+    failed = {e["url"] for e in log_events(out, "fetch") if e["reason"] == "robots-unreachable"}
+    assert failed == {raw_server.url("/"), raw_server.url("/page")}
     (report,) = log_events(out, "robots")
     assert report["verdict"] == "unreachable"
     robots_records = responses(out / "warcs", raw_server.url("/robots.txt"))

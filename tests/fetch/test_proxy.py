@@ -27,10 +27,10 @@ import pytest
 import trustme
 
 from archiver.commands.cli import main
+from archiver.commands.exits import EXIT_FAILED, exit_code
 from archiver.fetch.proxy import ProxyRoutes, parse_direct_hosts, parse_proxy_url, redact_proxy_url
 from archiver.fetch.tunnel import BlockedSocketError, Destination, Tunnels
 from archiver.policy.netguard import AddressPolicy
-from archiver.run.crawler import EXIT_FAILED
 from tests.conftest import run_crawl
 from tests.support.proxies import MicroSocks, ProxyPy
 from tests.support.raw import RawServer
@@ -222,7 +222,7 @@ def test_no_proxy_for_without_a_proxy_is_a_usage_error(capsys: pytest.CaptureFix
 async def test_records_through_a_proxy_equal_a_direct_crawl(tmp_path: Path, kind: str) -> None:
     async with site() as server:
         direct = await run_crawl(tmp_path / "direct", server.url("/"))
-        assert direct.exit_code == 0
+        assert exit_code(direct.status) == 0
         if kind.startswith("http"):
             auth = f"user:{PASSWORD}" if kind == "http-auth" else None
             with ProxyPy(auth=auth) as proxy:
@@ -235,7 +235,7 @@ async def test_records_through_a_proxy_equal_a_direct_crawl(tmp_path: Path, kind
                 url = socks.url("socks5h" if kind == "socks5h" else "socks5")
                 result = await run_crawl(tmp_path / "proxied", server.url("/"), proxy=url)
                 assert f"127.0.0.1:{server.port}" in socks.destinations()
-    assert result.exit_code == 0, result.reason
+    assert exit_code(result.status) == 0, result.reason
     assert comparable(tmp_path / "proxied") == comparable(tmp_path / "direct")
     assert len(comparable(tmp_path / "direct")) == 16  # 8 responses, 8 requests
     # the seed is an address: the proxy was given it, and the record names it
@@ -256,12 +256,12 @@ async def test_an_https_origin_through_connect_equals_a_direct_crawl(
     tls.load_cert_chain(certificates["cert"], certificates["key"])
     async with site(tls) as server:
         direct = await run_crawl(tmp_path / "direct", server.url("/"))
-        assert direct.exit_code == 0
+        assert exit_code(direct.status) == 0
         proxy_tls = (certificates["cert"], certificates["key"]) if proxy_kind == "https" else None
         with ProxyPy(tls=proxy_tls) as proxy:
             result = await run_crawl(tmp_path / "proxied", server.url("/"), proxy=proxy.url())
             wait_for(lambda: f"127.0.0.1:{server.port}" in proxy.connects(), "no CONNECT")
-    assert result.exit_code == 0, result.reason
+    assert exit_code(result.status) == 0, result.reason
     rows = comparable(tmp_path / "proxied")
     assert rows == comparable(tmp_path / "direct")
     protocols = {
@@ -277,7 +277,7 @@ async def test_the_address_is_left_out_when_the_proxy_resolved_the_name(tmp_path
         with ProxyPy() as proxy:
             result = await run_crawl(tmp_path / "out", seed, proxy=proxy.url())
             wait_for(lambda: f"localhost:{server.port}" in proxy.connects(), "no CONNECT by name")
-    assert result.exit_code == 0, result.reason
+    assert exit_code(result.status) == 0, result.reason
     assert ip_addresses(tmp_path / "out") == {None}
 
 
@@ -323,7 +323,7 @@ async def test_a_public_seed_cannot_reach_private_addresses_through_the_proxy(
                 resolve=(("public.test", "127.0.0.1"),),
                 scope="any",
             )
-    assert result.exit_code == 0, result.reason
+    assert exit_code(result.status) == 0, result.reason
     assert canary.counters.hits == []
     log = (out / "crawl.log.jsonl").read_text()
     for target in (
@@ -385,7 +385,7 @@ async def test_a_wrong_proxy_password_fails_with_the_proxys_answer(tmp_path: Pat
             result = await run_crawl(
                 tmp_path / "out", server.url("/"), proxy=proxy.url("user:badpass-x7"), max_tries=1
             )
-    assert result.exit_code == EXIT_FAILED
+    assert exit_code(result.status) == EXIT_FAILED
     log = (tmp_path / "out" / "crawl.log.jsonl").read_text()
     assert "proxy-error" in log and "407" in log
     assert "badpass-x7" not in log
@@ -403,7 +403,7 @@ async def test_an_unreachable_proxy_fails_every_fetch_with_a_clear_reason(tmp_pa
             max_tries=1,
         )
         assert server.requests == []
-    assert result.exit_code == EXIT_FAILED
+    assert exit_code(result.status) == EXIT_FAILED
     assert result.reason is not None and "proxy-error" in result.reason
     log = (tmp_path / "out" / "crawl.log.jsonl").read_text()
     assert f"cannot reach proxy http://***@127.0.0.1:{port}" in log
@@ -426,7 +426,7 @@ async def test_hosts_named_in_no_proxy_for_go_direct(tmp_path: Path) -> None:
                 allow_private=True,
             )
             wait_for(lambda: bool(proxy.connects()), "no CONNECT")
-            assert result.exit_code == 0, result.reason
+            assert exit_code(result.status) == 0, result.reason
             assert len(direct.requests) == 1
             assert set(proxy.connects()) == {f"127.0.0.1:{proxied.port}"}
 
@@ -489,7 +489,7 @@ async def test_a_connect_reply_in_pieces_is_not_part_of_the_record(tmp_path: Pat
             result = await run_crawl(
                 tmp_path / "proxied", server.url("/"), proxy=f"http://127.0.0.1:{port}"
             )
-    assert direct.exit_code == 0 and result.exit_code == 0, result.reason
+    assert exit_code(direct.status) == 0 and exit_code(result.status) == 0, result.reason
     assert comparable(tmp_path / "proxied") == comparable(tmp_path / "direct")
 
 
@@ -499,5 +499,5 @@ async def test_bytes_after_the_connect_reply_fail_the_fetch(tmp_path: Path) -> N
         result = await run_crawl(
             tmp_path / "out", server.url("/"), proxy=f"http://127.0.0.1:{port}", max_tries=1
         )
-    assert result.exit_code == EXIT_FAILED
+    assert exit_code(result.status) == EXIT_FAILED
     assert "sent data before the origin" in (tmp_path / "out" / "crawl.log.jsonl").read_text()

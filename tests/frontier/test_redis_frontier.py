@@ -159,7 +159,9 @@ def test_items_round_trip() -> None:
     for extra, seed in ((2, 0), (0, 1 << 47), (1, 5)):
         varied = dataclasses.replace(item, extra=extra, seed=seed)
         assert decode_item(encode_item(varied)) == varied
-    assert encode_item(dataclasses.replace(item, seed=5)).endswith(b',"x",1,0,5]')
+    assert encode_item(dataclasses.replace(item, seed=5)).endswith(b',"x",1,0,"",5]')
+    both = dataclasses.replace(item, found_by="feed", seed=7)
+    assert decode_item(encode_item(both)) == both
 
 
 @pytest.mark.parametrize(

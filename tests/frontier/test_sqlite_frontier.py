@@ -456,18 +456,19 @@ def test_every_statement_of_the_sql_files_compiles_against_the_schema(tmp_path: 
     conn = sqlite3.connect(tmp_path / "f.sqlite")
     for statement in sql.schema_statements():
         conn.execute(statement)
-    # add-extra-column and add-seed-column upgrade a database written before the columns
+    # the add-*-column statements upgrade a database written before their columns existed
+    upgrades = ("add-extra-column", "add-found-by-column", "add-seed-column")
     before = sqlite3.connect(tmp_path / "old.sqlite")
     before.execute("CREATE TABLE urls (id INTEGER PRIMARY KEY)")
-    before.execute(sql.QUERIES["add-extra-column"])
-    before.execute(sql.QUERIES["add-seed-column"])
+    for name in upgrades:
+        before.execute(sql.QUERIES[name])
     columns = [row[1] for row in before.execute("PRAGMA table_info(urls)")]
-    assert columns == ["id", "extra", "seed"]
+    assert columns == ["id", "extra", "found_by", "seed"]
     before.close()
     sized = {
         "host-insert": {"rows": sql.values(2, 2)},
         "url-seen": {"marks": sql.marks(2)},
-        "url-insert": {"rows": sql.values(2, 11)},
+        "url-insert": {"rows": sql.values(2, 12)},
         "url-update": {"sets": "state = v.column2", "rows": sql.values(2, 2)},
         "capture-insert": {"rows": sql.values(2, 4)},
         "digest-insert": {"rows": sql.values(2, 4)},
@@ -478,8 +479,8 @@ def test_every_statement_of_the_sql_files_compiles_against_the_schema(tmp_path: 
     }
     assert set(sized) <= set(sql.QUERIES)
     for name, statement in sql.QUERIES.items():
-        if name in ("add-extra-column", "add-seed-column"):
-            continue  # run above, on a table without the column
+        if name in upgrades:
+            continue  # run above, on a table without the columns
         text = sql.sized(statement, **sized.get(name, {}))
         assert "$" not in text, name
         conn.execute("EXPLAIN " + text, [None] * text.count("?"))

@@ -24,9 +24,15 @@ NAMES = (
     "robots",
     "sitemap",
     "warc",
+    "warcwalk",
     "cdxj",
     "cookies",
     "ignores",
+    "feed",
+    "json",
+    "hls",
+    "dash",
+    "pdf",
 )
 
 

@@ -21,6 +21,7 @@ from archiver.commands.sample import SITE_CSS, THEME_CSS, site_resources
 from archiver.index.cdxj import scan_warc
 from tests.fuzz.harness import NAMES, load
 from tests.fuzz.targets.warc import seed_files
+from tests.fuzz.targets.warcwalk import seed_files as warcwalk_seed_files
 from tests.warc.test_reader import standard
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -97,6 +98,35 @@ def _documents(name: str) -> Iterator[bytes]:
         yield b"(?i)/calendar/\n^https?://[^/]+/search\n# a comment\n(unclosed\n"
     elif name == "warc":
         yield from seed_files()
+    elif name == "feed":
+        feeds = (b"<rss", b"<feed", b"<rdf:rdf", b"<opml")
+        yield from filter(_has(*feeds), literals("extract/test_extractors.py", "run/*.py"))
+    elif name == "json":
+        for value in literals("extract/test_extractors.py", "run/test_extractors_crawl.py"):
+            if value[:1] in (b"{", b"["):
+                yield value
+        yield b'{"items": [{"url": "/a.html"}, "https:\\/\\/example.com\\/b", "\\u002Fc"]}'
+    elif name == "dash":
+        yield from filter(_has(b"<mpd"), literals("extract/test_extractors.py", "run/*.py"))
+        yield (  # one the oracle reads: segment lists, BaseURL at each level, no template
+            b'<MPD xmlns="urn:mpeg:dash:schema:mpd:2011" type="static"><BaseURL>media/</BaseURL>'
+            b'<Period><AdaptationSet><BaseURL>v/</BaseURL><Representation id="a" bandwidth="900">'
+            b'<SegmentList duration="2"><Initialization sourceURL="i.mp4"/>'
+            b'<SegmentURL media="1.m4s"/><SegmentURL media="2.m4s"/></SegmentList>'
+            b'</Representation><Representation id="b" '
+            b'bandwidth="90000000"><BaseURL>hi.mp4</BaseURL><SegmentBase/></Representation>'
+            b"</AdaptationSet></Period></MPD>"
+        )
+    elif name == "hls":
+        yield from filter(_has(b"#extm3u"), literals("extract/test_extractors.py", "run/*.py"))
+    elif name == "pdf":
+        from tests.extract.test_extractors import annotated_pdf, text_pdf  # noqa: PLC0415
+
+        yield b"http://example.com/a.html\n/relative\nhttps://example.com/b?c=d"
+        yield annotated_pdf("http://example.com/a.html", "/b", pages=2)
+        yield text_pdf("see http://example.com/t.html")
+    elif name == "warcwalk":
+        yield from warcwalk_seed_files()
 
 
 def _index_of_seed_warc() -> bytes:

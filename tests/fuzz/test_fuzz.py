@@ -17,8 +17,8 @@ from tests.fuzz.campaign import ROOT, SEEDS
 from tests.fuzz.harness import NAMES, load
 
 #: Seconds each target runs under atheris in the suite. A target's start (importing archiver
-#: under instrumentation, loading its corpus) costs about 6 s of CPU, so 12 targets two at a
-#: time take about 70 s on an idle 2-core machine.
+#: under instrumentation, loading its corpus) costs about 6 s of CPU, so 18 targets two at a
+#: time take about 90 s on an idle 2-core machine.
 SUITE_SECONDS = 4
 _LINE = re.compile(r"(\w+): (\d+) execs, (\d+) features, (\d+) corpus, (\d+) crashes")
 

@@ -198,23 +198,17 @@ def test_literal_keys(url: str, key: str) -> None:
 def test_crawler_start_does_not_load_surt_and_surt_keys_still_work() -> None:
     """SURT keys of normalised URLs are built by archiver.index.surtkey: a crawl never imports
     the surt package (nor tldextract and requests, which it pulls in) unless an odd URL needs
-    it; then tldextract stays a placeholder until used, and the real module still loads."""
+    it, and then the package answers."""
     code = (
         "import sys, archiver.commands.cli\n"
         "from archiver.index.surtkey import surt_key\n"
         "print(surt_key('http://www.example.org/B?b=2&a=1'))\n"
         "assert 'surt' not in sys.modules and 'requests' not in sys.modules, 'loaded early'\n"
         "print(surt_key('HTTP://www.Example.org/%42?b=2&a=1'))\n"
-        "assert 'surt' in sys.modules and 'requests' not in sys.modules, 'tldextract loaded'\n"
-        "handy = sys.modules['surt.handyurl']\n"
-        "print(handy.tldextract.TLDExtract.__name__, 'requests' in sys.modules)\n"
+        "assert 'surt' in sys.modules, 'the package did not answer'\n"
     )
     done = subprocess.run(
         [sys.executable, "-c", code], capture_output=True, text=True, timeout=60, check=False
     )
     assert done.returncode == 0, done.stderr
-    assert done.stdout.split("\n")[:3] == [
-        "org,example)/b?a=1&b=2",
-        "org,example)/b?a=1&b=2",
-        "TLDExtract True",
-    ]
+    assert done.stdout.split("\n")[:2] == ["org,example)/b?a=1&b=2", "org,example)/b?a=1&b=2"]

@@ -23,6 +23,7 @@ from typing import Any
 
 from aiohttp import web
 
+from archiver.commands.exits import exit_code
 from archiver.run.crawler import Crawler, CrawlResult
 from tests.conftest import fast_settings
 from tests.support.raw import RawServer
@@ -262,13 +263,13 @@ async def test_a_crawl_that_only_ever_got_challenges_fails(tmp_path: Path) -> No
             site.add_handler(path, challenge_everything)
         obeying = await crawl(tmp_path / "obey", site.url("/"), robots="obey", max_tries=2)
         ignoring = await crawl(tmp_path / "ignore", site.url("/"), max_tries=2)
-    assert (obeying.status, obeying.exit_code) == ("failed", 1)
+    assert (obeying.status, exit_code(obeying.status)) == ("failed", 1)
     assert obeying.reason is not None
     assert obeying.reason.startswith(
         "nothing was captured but robots.txt: every fetch failed (challenge: 1)"
     )
     assert obeying.summary["captures"] == 1  # robots.txt as served (RFC 9309: a 4xx allows all)
-    assert (ignoring.status, ignoring.exit_code) == ("failed", 1)
+    assert (ignoring.status, exit_code(ignoring.status)) == ("failed", 1)
     assert ignoring.reason is not None
     assert ignoring.reason.startswith("nothing was captured: every fetch failed (challenge: 1)")
 
@@ -378,21 +379,44 @@ async def test_robots_disallowed_urls_are_never_requested(tmp_path: Path) -> Non
 
 
 async def test_robots_503_means_no_page_request(tmp_path: Path) -> None:
+    """RFC 9309 section 2.3.1.4: an unreachable robots.txt is complete disallow. The rules are
+    unknown, so the page failed (robots-unreachable), and a crawl that archived nothing but
+    robots.txt reports a failure (exit 1) instead of an empty success."""
     async with SiteServer() as site:
         site.add_file("/robots.txt", b"down", "text/plain", status=503)
         site.add_page("/", link_page("/a"))
         out = tmp_path / "out"
         result = await crawl(out, site.url("/"), robots="obey")
     assert paths(site) == ["/robots.txt"]
-    assert skipped(out, "robots") == {site.url("/")}
     assert responses(out / "warcs", site.url("/robots.txt"))  # the 503 itself is archived
-    # a policy outcome, not a failure (exit 0), but the run says it archived no page
-    reason = "no page was captured: every URL it reached was skipped (robots: 1)"
-    assert (result.status, result.exit_code, result.reason) == ("completed", 0, reason)
+    (failed,) = [e for e in log_events(out, "fetch") if e.get("outcome") == "failed"]
+    assert (failed["url"], failed["reason"]) == (site.url("/"), "robots-unreachable")
+    reason = (
+        "nothing was captured but robots.txt: every fetch failed (robots-unreachable: 1); "
+        "see crawl.log.jsonl, fix the cause and run again with --overwrite"
+    )
+    assert (result.status, exit_code(result.status), result.reason) == ("failed", 1, reason)
     summary = json.loads((out / "summary.json").read_text())
-    assert (summary["status"], summary["reason"]) == ("completed", reason)
-    (warning,) = log_events(out, "no-page-captured")
-    assert (warning["level"], warning["reason"]) == ("warning", reason)
+    assert summary["failures"] == {"robots-unreachable": 1}
+
+
+async def test_a_seed_robots_txt_disallows_fails_the_crawl(tmp_path: Path) -> None:
+    """Every seed ended without a capture (here: disallowed by robots.txt): what the run was
+    asked to archive is not there, so it exits 1 and says why."""
+    async with SiteServer() as site:
+        site.add_file("/robots.txt", b"User-agent: *\nDisallow: /\n", "text/plain")
+        site.add_page("/", link_page("/a"))
+        out = tmp_path / "out"
+        result = await crawl(out, site.url("/"), robots="obey")
+    assert paths(site) == ["/robots.txt"]
+    assert skipped(out, "robots") == {site.url("/")}
+    reason = (
+        "no seed was captured (robots: 1); see crawl.log.jsonl, fix the cause and run again "
+        "with --overwrite"
+    )
+    assert (result.status, exit_code(result.status), result.reason) == ("failed", 1, reason)
+    (error,) = log_events(out, "crawl-error")
+    assert error["error"] == reason
 
 
 async def test_robots_4xx_means_everything_is_crawled(tmp_path: Path) -> None:

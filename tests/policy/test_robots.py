@@ -121,15 +121,107 @@ def test_product_token() -> None:
         product_token("/1.0")
 
 
-def test_select_groups_rewrites_only_user_agent_lines() -> None:
+def test_select_groups_rewrites_user_agent_lines_and_moves_what_would_split_a_group() -> None:
     text = "User-agent: arch # c\nDisallow: /a # keep\nuser agent archiver\n* \nUser-agent: * x"
     assert select_groups(text, "Archiver").splitlines() == [
         "User-agent: ~",
         "Disallow: /a # keep",
         "User-agent: archiver",
-        "* ",
         "User-agent: *",
+        "* ",  # not a group member: after the group's last User-agent line
     ]
+
+
+# -- groups (RFC 9309 section 2.2.4: other records do not interfere with a group) --------------
+
+
+@pytest.mark.parametrize(
+    ("robots_txt", "path", "expected"),
+    [
+        # a line that is no group member between two User-agent lines does not split the group
+        ("User-agent: archiver\nCrawl-delay: 5\nUser-agent: other\nDisallow: /p\n", "/p", False),
+        ("User-agent: archiver\nFoo: bar\nUser-agent: other\nDisallow: /p\n", "/p", False),
+        ("User-agent: archiver\nSitemap: /s.xml\nUser-agent: *\nDisallow: /p\n", "/p", False),
+        ("User-agent: archiver\nHost: h.test\nUser-agent: x\nDisallow: /p\n", "/p", False),
+        ("User-agent: a\nX: 1\nUser-agent: archiver\nY: 2\nDisallow: /p\n", "/p", False),
+        # comments and empty lines do not either (section 2.2: "startgroupline / emptyline")
+        ("User-agent: archiver\nX: 1\n# c\n\nUser-agent: *\nDisallow: /p\n", "/p", False),
+        ("User-agent: archiver\n# note\n\nUser-agent: other\nDisallow: /p\n", "/p", False),
+        # neighbours: a group that has a rule ends at the next User-agent line
+        ("User-agent: archiver\nDisallow: /q\nUser-agent: other\nDisallow: /p\n", "/p", True),
+        ("User-agent: archiver\nDisallow:\nUser-agent: other\nDisallow: /p\n", "/p", True),
+        (
+            "User-agent: archiver\nDisallow: /q\nCrawl-delay: 1\nUser-agent: o\nDisallow: /p",
+            "/p",
+            True,
+        ),
+        # and a record that is not ours stays out of our group
+        ("User-agent: other\nCrawl-delay: 5\nUser-agent: another\nDisallow: /p\n", "/p", True),
+    ],
+)
+def test_other_records_do_not_split_a_group(robots_txt: str, path: str, expected: bool) -> None:
+    assert allowed(robots_txt, path) is expected
+
+
+def test_a_crawl_delay_between_user_agent_lines_applies_to_the_whole_group() -> None:
+    text = b"User-agent: other\nCrawl-delay: 7\nUser-agent: archiver\nDisallow: /p\n"
+    assert parse_robots(text, "archiver", url=H + "/robots.txt").crawl_delay == 7.0
+
+
+#: RFC 9309 section 5.1, "Simple Example", as printed (its last line included).
+RFC_5_1 = """User-Agent: *
+Disallow: *.gif$
+Disallow: /example/
+Allow: /publications/
+
+User-Agent: foobot
+Disallow:/
+Allow:/example/page.html
+Allow:/example/allowed.gif
+
+User-Agent: barbot
+User-Agent: bazbot
+Disallow: /example/page.html
+
+User-Agent: quxbot
+
+EOF
+"""
+
+
+@pytest.mark.parametrize(
+    ("agent", "path", "expected"),
+    [
+        ("otherbot", "/publications/a", True),
+        ("otherbot", "/example/a", False),
+        ("otherbot", "/a/b.gif", False),
+        ("otherbot", "/a/b.png", True),
+        ("foobot", "/example/page.html", True),
+        ("foobot", "/example/allowed.gif", True),
+        ("foobot", "/example/other.html", False),
+        ("foobot", "/publications/a", False),
+        ("barbot", "/example/page.html", False),
+        ("bazbot", "/example/page.html", False),
+        ("bazbot", "/example/a.gif", True),
+        ("quxbot", "/example/page.html", True),
+        ("quxbot", "/a/b.gif", True),
+    ],
+)
+def test_rfc_9309_section_5_1(agent: str, path: str, expected: bool) -> None:
+    assert allowed(RFC_5_1, path, agent) is expected
+
+
+@pytest.mark.parametrize(
+    ("path", "expected"),
+    [
+        ("/example/page/", True),
+        ("/example/page/x.html", True),
+        ("/example/page/disallowed.gif", False),
+    ],
+)
+def test_rfc_9309_section_5_2_longest_match(path: str, expected: bool) -> None:
+    text = "User-Agent: foobot\nAllow: /example/page/\nDisallow: /example/page/disallowed.gif\n"
+    assert allowed(text, path, "foobot") is expected
 
 
 def test_crawl_delay_and_sitemaps() -> None:

@@ -74,6 +74,10 @@ def test_requisites_of_in_scope_pages_on_any_host() -> None:
     assert scope("host").check(font) is None
     too_deep = link("http://cdn.example.net/x.png", hops="LEEEE")
     assert scope("host").check(too_deep) is SkipReason.SCOPE
+    # a module graph on the site's own host goes deeper: in scope where a page would be
+    module = link("http://www.example.org/assets/chunk-5.js", hops="LEEEEEE")
+    assert scope("host").check(module) is None
+    assert scope("host", page_requisites=False).check(module) is SkipReason.SCOPE
     via_redirect = link("http://cdn2.example.net/a.png", hops="LERR")
     assert scope("host").check(via_redirect) is None
 

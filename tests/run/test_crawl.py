@@ -23,6 +23,7 @@ from warcio.archiveiterator import ArchiveIterator
 from warcio.exceptions import ArchiveLoadFailed
 
 from archiver.commands import verify
+from archiver.commands.exits import exit_code
 from archiver.pipeline.pipeline import Pipeline
 from archiver.run.crawler import Crawler
 from tests.conftest import fast_settings, run_crawl
@@ -119,7 +120,7 @@ async def crawled(tmp_path: Path) -> AsyncIterator[tuple[Path, SiteServer, SiteS
         out = tmp_path / "out"
         result = await run_crawl(out, site.url("/"), allow_private=True, workers=4)
         assert result.status == "completed", result.reason
-        assert result.exit_code == 0
+        assert exit_code(result.status) == 0
         yield out, site, other, expected
 
 
@@ -384,7 +385,7 @@ async def test_a_bug_in_a_worker_stops_the_crawl_cleanly(tmp_path: Path) -> None
         out = tmp_path / "out"
         result = await Buggy(fast_settings(out, site.url("/"), workers=2)).run()
     assert result.status == "failed"
-    assert result.exit_code == 1
+    assert exit_code(result.status) == 1
     assert "simulated bug" in (result.reason or "")
     assert not list((out / "warcs").glob("*.open"))
     report = verify.verify([out / "warcs"], index=out / "index.cdxj")
@@ -451,12 +452,12 @@ async def test_a_crawl_that_captured_nothing_because_every_fetch_failed_fails(
         probe.bind(("127.0.0.1", 0))
         closed = probe.getsockname()[1]
     down = await run_crawl(tmp_path / "down", f"http://127.0.0.1:{closed}/", max_tries=1)
-    assert (down.status, down.exit_code) == ("failed", 1)
+    assert (down.status, exit_code(down.status)) == ("failed", 1)
     assert down.reason is not None
     assert down.reason.startswith("nothing was captured: every fetch failed (connect-error: 1)")
     assert json.loads((tmp_path / "down" / "summary.json").read_text())["status"] == "failed"
 
     async with SiteServer() as site:  # every URL is a 404
         answered = await run_crawl(tmp_path / "answered", site.url("/missing"), max_tries=1)
-    assert (answered.status, answered.exit_code) == ("completed", 0)
+    assert (answered.status, exit_code(answered.status)) == ("completed", 0)
     assert answered.summary["captures"] == 1

@@ -37,7 +37,7 @@ import pytest
 import surt
 
 from archiver.commands import verify
-from archiver.run.crawler import EXIT_INTERRUPTED, EXIT_OK
+from archiver.commands.exits import EXIT_INTERRUPTED, EXIT_OK
 from tests.run.test_resume import crawl_args
 from tests.support.filesystem import private_tmpfs
 from tests.support.raw import RawServer

@@ -23,10 +23,11 @@ from typing import Any
 import pytest
 from aiohttp import web
 
+from archiver.commands.exits import EXIT_INTERRUPTED, EXIT_LOCKED, exit_code
 from archiver.config.settings import read_config
 from archiver.errors import LockedError
 from archiver.run import jobs
-from archiver.run.crawler import EXIT_INTERRUPTED, EXIT_LOCKED, Crawler, CrawlResult
+from archiver.run.crawler import Crawler, CrawlResult
 from archiver.timefmt import Clock, utcnow
 from tests.conftest import fast_settings
 from tests.dedup.test_recrawl import ChangingSite, assert_replays_latest, later, set_status
@@ -46,7 +47,7 @@ async def run_job(
     settings = fast_settings(None, *seeds, **overrides)  # type: ignore[arg-type]
     with jobs.open_run(job, settings, now=clock()) as run:
         result = await Crawler(run.settings, clock=clock).run()
-        run.finish(result.status, result.exit_code, result.reason, result.summary)
+        run.finish(result.status, exit_code(result.status), result.reason, result.summary)
     return run, result
 
 
@@ -56,7 +57,7 @@ async def test_runs_of_a_job_store_only_what_changed(tmp_path: Path) -> None:
         changing = ChangingSite(site)
         sources: dict[str, Any] = {"dedup_from": (PREVIOUS,), "revalidate_from": (PREVIOUS,)}
         first_run, first = await run_job(job, site.url("/"), **sources)
-        assert first.status == "completed" and first.exit_code == 0
+        assert first.status == "completed" and exit_code(first.status) == 0
         assert first_run.previous is None and not first_run.resumed
         assert first_run.notes == ["no earlier completed run: this run stores everything in full"]
         assert first_run.settings.dedup_from == () == first_run.settings.revalidate_from
@@ -115,7 +116,7 @@ async def test_two_runs_of_one_job_at_once(tmp_path: Path) -> None:
             settings = fast_settings(None, site.url("/"), workers=1)  # type: ignore[arg-type]
             with jobs.open_run(job, settings) as run:
                 result = await Crawler(run.settings).run()
-                run.finish(result.status, result.exit_code, result.reason, result.summary)
+                run.finish(result.status, exit_code(result.status), result.reason, result.summary)
             return result
 
         task = asyncio.create_task(first())

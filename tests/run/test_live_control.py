@@ -25,8 +25,8 @@ from archiver.errors import SettingsError
 from archiver.frontier.redis import RedisFrontier
 from archiver.models import CrawlItem, SkipReason
 from archiver.policy.ignores import Exclusions, compile_patterns, parse_ignores
-from archiver.policy.politeness import HostGate
-from archiver.run.control import Politeness, append_ignore, parse_control
+from archiver.policy.politeness import HostGate, Politeness
+from archiver.run.control import append_ignore, parse_control
 from archiver.run.crawler import Crawler
 from tests.conftest import fast_settings
 from tests.support.redis_server import RedisServer

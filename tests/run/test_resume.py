@@ -32,9 +32,10 @@ import pytest
 from aiohttp import web
 
 from archiver.commands import verify
-from archiver.run.crawler import EXIT_INTERRUPTED, EXIT_OK, Crawler
+from archiver.commands.exits import EXIT_INTERRUPTED, EXIT_OK, exit_code
+from archiver.run.crawler import Crawler
 from archiver.warc import reader as warcfile
-from tests.conftest import fast_settings
+from tests.conftest import fast_settings, run_crawl
 from tests.support.site import SiteServer, generated_site
 from tests.support.tools import reference_cdxj
 from tests.support.warcs import responses
@@ -318,13 +319,29 @@ async def test_a_full_disk_stops_cleanly_and_resume_completes(tmp_path: Path) ->
 
         settings = fast_settings(out, server.url("/"), frontier="sqlite")
         result = await Crawler(settings, write_fn=write_fn).run()
-        assert result.exit_code == EXIT_INTERRUPTED
+        assert exit_code(result.status) == EXIT_INTERRUPTED
         assert result.reason is not None and "No space left" in result.reason
         assert not list((out / "warcs").rglob("*.open"))  # cut to whole captures and closed
         report = verify.verify([out / "warcs"], index=out / "index.cdxj")
         assert report.ok, verify.render(report)
 
         result = await Crawler(fast_settings(out, server.url("/"), frontier="sqlite")).run()
-        assert result.exit_code == EXIT_OK, result.reason
+        assert exit_code(result.status) == EXIT_OK, result.reason
         assert result.resumed
     assert_complete(out, server, paths)
+
+
+async def test_a_completed_crawl_run_again_is_already_completed(tmp_path: Path) -> None:
+    """The status a resume starts from is read before the state becomes the new run's: a
+    completed crawl run again says so and fetches nothing (it was read as ``running``, and a
+    memory-frontier crawl started over from its seeds)."""
+    out = tmp_path / "crawl"
+    async with SiteServer() as site:
+        site.add_page("/", '<a href="/a">a</a>')
+        site.add_page("/a", "<p>a</p>")
+        assert (await run_crawl(out, site.url("/"))).status == "completed"
+        hits = len(site.counters.hits)
+        again = await run_crawl(out, site.url("/"))
+    assert again.status == "completed"
+    assert again.reason == "already completed (use --overwrite to crawl again)"
+    assert len(site.counters.hits) == hits

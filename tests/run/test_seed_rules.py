@@ -315,8 +315,17 @@ async def test_a_seed_delay_spaces_its_hosts(tmp_path: Path) -> None:
         assert (await Crawler(settings).run()).status == "completed"
         starts = sorted(hit.started for hit in a.counters.hits)
         assert len(starts) == 4 and len(b.counters.hits) == 4
-        gaps = [later - earlier for earlier, later in itertools.pairwise(starts)]
-        assert min(gaps) >= 0.3 - 0.01, gaps  # the server's clock reads a little late or early
+        assert_spaced(starts, 0.3)
+
+
+def assert_spaced(arrivals: list[float], delay: float) -> None:
+    """Requests that arrived at the server ``delay`` apart, as the crawler spaced their starts:
+    each gap a little shorter at worst (a request's way from the booking of its start to the
+    server varies with the load), and on average no shorter. Without the spacing the gaps are
+    milliseconds."""
+    gaps = [later - earlier for earlier, later in itertools.pairwise(arrivals)]
+    assert min(gaps) >= 0.75 * delay, gaps
+    assert sum(gaps) / len(gaps) >= 0.95 * delay, gaps
 
 
 # -- bad input ------------------------------------------------------------------------------
@@ -432,8 +441,7 @@ def test_the_readme_family_of_sites(doc: DocShell, tmp_path: Path) -> None:
         spaced = sorted(hit.started for hit in a.counters.hits)
     assert pages_a == {"/", "/about", "/docs/", "/docs/intro", "/docs/intro/more"}
     assert pages_b == {"/", "/t/1", "/t/2"}  # the forum's /calendar/ excluded
-    gaps = [later - earlier for earlier, later in itertools.pairwise(spaced)]
-    assert min(gaps) >= 1.0 - 0.01, gaps  # example.org's host: the documentation's 1 s
+    assert_spaced(spaced, 1.0)  # example.org's host: the documentation seed's 1 s
     summary = json.loads((cwd / "crawls" / "family" / "summary.json").read_text())
     assert {row["seed"] for row in summary["by_seed"]} >= {
         a.url("/"),

@@ -39,6 +39,7 @@ SUMMARY_FIELDS = [
     "failures",
     "skips",
     "truncated",
+    "extractors",
     "largest",
     "captures_over_time",
     "by_seed",
@@ -95,6 +96,8 @@ async def test_a_crawls_figures_keep_their_json_shape(tmp_path: Path, site: Site
     written = json.loads((out / "summary.json").read_text())
     assert list(written) == SUMMARY_FIELDS
     assert written["by_status"] == {"200": 2, "404": 1}
+    # the home page's extractor queued two URLs, and one of them came back 404
+    assert written["extractors"] == {"html": {"queued": 2, "4xx": 1}}
     assert written["largest"][0].keys() == {"url", "bytes", "mime"}
     summary = Summary.from_json(written)
     assert summary.to_json() == written, "read back, written again: the same object"
@@ -177,6 +180,7 @@ def test_summaries_merge_on_the_supervisors_clock() -> None:
         largest=(Largest("a", 10, ""),),
         captures_over_time=((0, 2), (1, 1)),
         browser=BrowserSummary(pages=1, refused={"scope": 2}),
+        extractors={"html": {"queued": 5, "4xx": 1}, "feed": {"queued": 1, "4xx": 0}},
         status="completed",
         traps=({"kind": "repeat", "pattern": "/a/a/", "example": "x", "skipped": 2},),
         robots={"fetches": 1},
@@ -189,6 +193,7 @@ def test_summaries_merge_on_the_supervisors_clock() -> None:
         largest=(Largest("b", 30, ""),),
         captures_over_time=((0, 4),),
         browser=BrowserSummary(pages=2, refused={"scope": 1, "robots": 1}),
+        extractors={"feed": {"queued": 7, "4xx": 2}},
         status="completed",
         traps=({"kind": "repeat", "pattern": "/a/a/", "example": "x", "skipped": 3},),
         robots={"fetches": 2},
@@ -205,6 +210,7 @@ def test_summaries_merge_on_the_supervisors_clock() -> None:
     assert merged.captures_per_second == 2.0
     assert merged.traps == ({"kind": "repeat", "pattern": "/a/a/", "example": "x", "skipped": 5},)
     assert merged.robots == {"fetches": 3}
+    assert merged.extractors == {"feed": {"queued": 8, "4xx": 2}, "html": {"queued": 5, "4xx": 1}}
     assert Summary.merged([(0.0, killed)], started=0.0, duration=1.0).robots is None
 
 

@@ -20,6 +20,7 @@ from pathlib import Path
 import pytest
 from aiohttp import web
 
+from archiver.commands.exits import exit_code
 from archiver.index.waczcheck import verify_wacz
 from archiver.run.crawler import CrawlResult
 from archiver.sign.certs import TrustedRoots
@@ -138,7 +139,7 @@ async def test_a_tampered_time_stamp_fails(signing: Signing, tmp_path: Path) -> 
 def assert_unsigned_failure(out: Path, result: CrawlResult, expected: str) -> None:
     """The crawl's data is all there, the package unsigned, one clear error, status failed."""
     assert result.status == "failed"
-    assert result.exit_code == 1
+    assert exit_code(result.status) == 1
     assert expected in (result.reason or "")
     assert list((out / "warcs").glob("*.warc.gz"))
     assert (out / "index.cdxj").read_text().strip()

@@ -160,11 +160,17 @@ class ReplayWebPage:
 
     async def text_of(self, url: str, done: Callable[[str], bool]) -> str:
         """The rendered text of ``url`` replayed from the WACZ, once ``done`` accepts it."""
+        text = await self.value_of(url, _BODY_TEXT, lambda value: done(str(value or "")))
+        return str(text or "")
+
+    async def value_of(self, url: str, expression: str, done: Callable[[Any], bool]) -> Any:
+        """The value of a JavaScript ``expression`` evaluated in the frame replaying ``url``
+        (in an isolated world: the page's DOM, not its globals), once ``done`` accepts it."""
         assert self._browser is not None
         browser = self._browser.connection.browser
         target, session = await self._open_tab(f"{self.base}/?url={url}")
         try:
-            return await _replayed_text(session, url, done)
+            return await _replayed_value(session, url, expression, done)
         finally:
             await browser.send("Target.closeTarget", {"targetId": target}, timeout=30)
 
@@ -183,18 +189,20 @@ class ReplayWebPage:
         return str(created["targetId"]), session
 
 
-async def _replayed_text(session: Session, url: str, done: Callable[[str], bool]) -> str:
+async def _replayed_value(
+    session: Session, url: str, expression: str, done: Callable[[Any], bool]
+) -> Any:
     loop = asyncio.get_running_loop()
     end = loop.time() + REPLAY_WAIT
-    text = ""
+    value: Any = None
     while loop.time() < end:
         frame = await _replay_frame(session, url)
         if frame is not None:
-            text = await _frame_text(session, frame)
-            if done(text):
-                return text
+            value = await _frame_value(session, frame, expression)
+            if done(value):
+                return value
         await asyncio.sleep(0.25)
-    raise AssertionError(f"ReplayWeb.page did not show {url} as expected; last text: {text!r}")
+    raise AssertionError(f"ReplayWeb.page did not show {url} as expected; last value: {value!r}")
 
 
 async def _replay_frame(session: Session, url: str) -> str | None:
@@ -210,18 +218,21 @@ async def _replay_frame(session: Session, url: str) -> str | None:
     return None
 
 
-async def _frame_text(session: Session, frame: str) -> str:
+_BODY_TEXT = "document.body ? document.body.innerText : ''"
+
+
+async def _frame_value(session: Session, frame: str, expression: str) -> Any:
     world = await session.send("Page.createIsolatedWorld", {"frameId": frame}, timeout=30)
     reply = await session.send(
         "Runtime.evaluate",
         {
-            "expression": "document.body ? document.body.innerText : ''",
+            "expression": expression,
             "contextId": world["executionContextId"],
             "returnByValue": True,
         },
         timeout=30,
     )
-    return str(reply.get("result", {}).get("value") or "")
+    return reply.get("result", {}).get("value")
 
 
 class ReplayWebPageApp(ReplayWebPage):

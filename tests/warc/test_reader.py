@@ -111,7 +111,7 @@ class WarcBuilder:
         if warcinfo:
             self.add(
                 "warcinfo",
-                b"software: test\r\nformat: WARC File Format 1.1\r\n",
+                b"software: archiver/0 (the suite's builder)\r\nformat: WARC File Format 1.1\r\n",
                 fields=[("WARC-Filename", name)],
                 content_type="application/warc-fields",
             )
@@ -343,16 +343,22 @@ def test_whole_file_gzip_is_detected(tmp_path: Path) -> None:
 
 
 def test_wrong_content_length_is_a_malformed_record(tmp_path: Path) -> None:
+    """A Content-Length one too long takes a byte of the CRLF CRLF into the block: what is
+    left is still only line ends, which warcio and FastWARC read as the record's end (a quirk,
+    kept as a warning); one too short leaves a byte of the block where line ends must be."""
     _, record = warc_record("resource", b"hello world", uri="http://example.com/")
     longer = record.replace(b"Content-Length: 11", b"Content-Length: 12")
+    path = tmp_path / NAME
+    path.write_bytes(WarcBuilder().data() + gz(longer))
+    last = records_of(path)[-1]
+    assert isinstance(last, RecordInfo)
+    assert last.quirks == ("the block is followed by b'\\n\\r\\n', not CRLF CRLF",)
     shorter = record.replace(b"Content-Length: 11", b"Content-Length: 10")
-    for data, words in ((longer, "CRLF CRLF"), (shorter, "CRLF CRLF")):
-        path = tmp_path / NAME
-        path.write_bytes(WarcBuilder().data() + gz(data))
-        damage = records_of(path)[-1]
-        assert isinstance(damage, Damage)
-        assert damage.kind is DamageKind.RECORD
-        assert words in damage.reason
+    path.write_bytes(WarcBuilder().data() + gz(shorter))
+    damage = records_of(path)[-1]
+    assert isinstance(damage, Damage)
+    assert damage.kind is DamageKind.RECORD
+    assert "not followed by CRLF CRLF" in damage.reason
     missing = record.replace(b"Content-Length: 11\r\n", b"")
     path.write_bytes(gz(missing))
     damage = records_of(path)[0]
@@ -544,3 +550,107 @@ def test_large_member_streams_through_zlib_limits(tmp_path: Path) -> None:
     path.write_bytes(WarcBuilder().data() + data)
     recs = records_of(path)
     assert [r.record_type for r in recs if isinstance(r, RecordInfo)] == ["warcinfo", "resource"]
+
+
+# ----------------------------------------------------------------------------- other tools' files
+def test_resync_goes_on_at_the_next_member_after_a_bad_record(tmp_path: Path) -> None:
+    """A member that is whole but holds no well-formed record is left out, one Damage saying
+    where reading went on; the records after it are read (without resync, reading stops)."""
+    warc = standard()
+    members = warc.members()
+    bad = gz(b"HTTP/1.1 200 OK\r\n\r\n")
+    path = tmp_path / NAME
+    path.write_bytes(b"".join([*members[:2], bad, *members[2:]]))
+    items = list(iter_records(path, resync=True))
+    (damage,) = [i for i in items if isinstance(i, Damage)]
+    start = len(members[0]) + len(members[1])
+    assert (damage.offset, damage.resumed, damage.last) == (start, start + len(bad), False)
+    assert damage.skipped == f"{len(bad)} bytes left out, read on at offset {start + len(bad)}"
+    assert sum(isinstance(i, RecordInfo) for i in items) == len(members)
+    assert isinstance(list(iter_records(path))[-1], Damage)  # the stopping walk stops there
+
+
+def test_resync_finds_the_next_member_after_corrupt_data(tmp_path: Path) -> None:
+    warc = standard()
+    members = warc.members()
+    corrupt = bytearray(members[1])
+    corrupt[len(corrupt) // 2] ^= 0xFF
+    path = tmp_path / NAME
+    path.write_bytes(b"".join([members[0], bytes(corrupt), *members[2:]]))
+    items = list(iter_records(path, resync=True))
+    (damage,) = [i for i in items if isinstance(i, Damage)]
+    assert damage.kind is DamageKind.CORRUPT
+    assert damage.resumed == len(members[0]) + len(members[1])
+    records = [i for i in items if isinstance(i, RecordInfo)]
+    assert [r.offset for r in records][1:] == [e[0] for e in warc.extents()[2:]]
+
+
+def test_resync_in_an_uncompressed_file_goes_on_at_the_next_version_line(tmp_path: Path) -> None:
+    warc = standard()
+    records = list(warc.records)
+    records[1] = records[1].replace(b"Content-Length: ", b"Content-Length: 9", 1)
+    path = tmp_path / "plain.warc"
+    path.write_bytes(b"".join(records))
+    items = list(iter_records(path, resync=True))
+    (damage,) = [i for i in items if isinstance(i, Damage)]
+    assert damage.offset == len(records[0])
+    assert damage.resumed == len(records[0]) + len(records[1])
+    assert sum(isinstance(i, RecordInfo) for i in items) == len(records) - 1
+
+
+@pytest.mark.parametrize(
+    ("change", "quirk"),
+    [
+        (lambda r: r.replace(b"\r\n", b"\n", r.count(b"\r\n") - 2), "header lines end in LF"),
+        (lambda r: r[:-2], "followed by b'\\r\\n', not CRLF CRLF"),
+        (lambda r: r[:-4], "no empty lines after the block"),
+        (lambda r: r + b"\r\n", "followed by b'\\r\\n\\r\\n\\r\\n'"),
+        (lambda r: r.replace(b"WARC/1.1", b"WARC/0.17", 1), "WARC/0.17, a draft"),
+    ],
+    ids=["lf-lines", "one-crlf", "none", "three-crlf", "draft"],
+)
+@pytest.mark.parametrize("compress", [True, False], ids=["gzip", "plain"])
+def test_quirks_warcio_reads_are_read_and_said(
+    tmp_path: Path, change: object, quirk: str, compress: bool
+) -> None:
+    _, record = warc_record("resource", b"hello", uri="http://example.com/")
+    odd = change(record)  # type: ignore[operator]
+    path = tmp_path / ("q.warc.gz" if compress else "q.warc")
+    path.write_bytes(b"".join(gz(r) if compress else r for r in (odd, record)))
+    first, second = list(iter_records(path, resync=True))
+    assert isinstance(first, RecordInfo) and isinstance(second, RecordInfo)
+    assert any(quirk in q for q in first.quirks), first.quirks
+    assert second.quirks == ()
+    assert first.index_length == (first.length if compress else len(odd.rstrip(b"\r\n")) + 0)
+
+
+def test_arc_files_are_read_as_warcio_reads_them(tmp_path: Path) -> None:
+    body = b"HTTP/1.0 200 OK\r\nContent-Type: text/html\r\n\r\nhi"
+    version = b"1 0 Test\nURL IP-address Archive-date Content-type Archive-length\n"
+    arc = (
+        b"filedesc://t.arc 0.0.0.0 20080101000000 text/plain %d\n" % len(version)
+        + version
+        + b"\n"
+        + b"http://a.test/x 127.0.0.1 20080102030405 text/html %d\n" % len(body)
+        + body
+        + b"\n"
+    )
+    for name, data in (
+        ("t.arc", arc),
+        ("t.arc.gz", gz(arc[: arc.index(b"http")]) + gz(arc[arc.index(b"http") :])),
+    ):
+        path = tmp_path / name
+        path.write_bytes(data)
+        info, response = list(iter_records(path, resync=True))
+        assert isinstance(info, RecordInfo) and isinstance(response, RecordInfo)
+        assert (info.version, info.record_type, info.get("WARC-Filename")) == (
+            "ARC/1",
+            "warcinfo",
+            "t.arc",
+        )
+        assert (response.record_type, response.target, response.date) == (
+            "response",
+            "http://a.test/x",
+            "2008-01-02T03:04:05Z",
+        )
+        assert response.record_id is None and response.content_length == len(body)

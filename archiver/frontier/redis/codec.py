@@ -36,14 +36,16 @@ def url_key(url: str) -> bytes:
 
 
 def item_json(item: CrawlItem) -> bytes:
-    """``[url, redirects_left, depth, hops, via, tries]``, then ``extra`` (``--extra-hops``)
-    and ``seed`` (per-seed rules), each only when it or one after it is not 0: items written
-    before they existed read back unchanged, and an item of the crawl's own rules costs no
-    byte more."""
+    """``[url, redirects_left, depth, hops, via, tries]``, then ``extra`` (``--extra-hops``),
+    ``found_by`` (the extractor) and ``seed`` (per-seed rules), each only when it or one after
+    it is set: items written before they existed read back unchanged, and an item of a seed, of
+    the crawl's own rules, found by no named extractor costs no byte more."""
     fields: list[object] = [item.url, item.redirects_left, item.depth, item.hops, item.via]
     fields.append(item.tries)
-    if item.extra or item.seed:
+    if item.extra or item.found_by or item.seed:
         fields.append(item.extra)
+    if item.found_by or item.seed:
+        fields.append(item.found_by)
     if item.seed:
         fields.append(item.seed)
     body = json.dumps(fields, separators=(",", ":"), ensure_ascii=False)
@@ -56,7 +58,7 @@ def encode_item(item: CrawlItem, key: bytes | None = None) -> bytes:
 
 
 def decode_item(data: bytes) -> CrawlItem:
-    url, redirects_left, depth, hops, via, tries, *later = json.loads(data[URL_KEY_BYTES:])
+    url, redirects_left, depth, hops, via, tries, *rest = json.loads(data[URL_KEY_BYTES:])
     return CrawlItem(
         url=url,
         redirects_left=redirects_left,
@@ -64,8 +66,9 @@ def decode_item(data: bytes) -> CrawlItem:
         hops=hops,
         via=via,
         tries=tries,
-        extra=later[0] if later else 0,
-        seed=later[1] if len(later) > 1 else 0,
+        extra=rest[0] if rest else 0,
+        found_by=rest[1] if len(rest) > 1 else "",
+        seed=rest[2] if len(rest) > 2 else 0,
     )
 
 

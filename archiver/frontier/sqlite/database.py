@@ -218,6 +218,8 @@ class Database:
         columns = {r[1] for r in x("PRAGMA table_info(urls)")}
         if "extra" not in columns:
             x(Q["add-extra-column"])
+        if "found_by" not in columns:
+            x(Q["add-found-by-column"])
         if "seed" not in columns:
             x(Q["add-seed-column"])
         row = x(Q["schema-version"]).fetchone()

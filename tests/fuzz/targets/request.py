@@ -1,6 +1,6 @@
 """The request side of ``archiver verify``: where a stored request's head ends and its payload
 (the body, with the chunked coding removed: WARC 1.1 section 5.9, RFC 9112 section 7.1), as
-``_HttpPayload`` finds them in a request record's block fed in pieces.
+``HttpPayload`` finds them in a request record's block fed in pieces.
 
 Oracles, on every input (a request as a client could send it):
 
@@ -18,14 +18,14 @@ import re
 
 import h11
 
-from archiver.commands.verify import _HttpPayload
+from archiver.index.payload import HttpPayload
 from tests.commands.test_verify_chunked import BROKEN, COMPLETE, STRICT
 from tests.fuzz.harness import Bytes, Target, agree, pieces, whole
 from tests.fuzz.targets.chunked import FUZZ_STRICT, reference
 
 
 def _ours(wire: bytes, sizes: bytes) -> bytes | str:
-    payload = _HttpPayload("sha1", request=True)
+    payload = HttpPayload("sha1", request=True)
     for piece in pieces(wire, sizes):
         payload.feed(memoryview(piece))
     return payload.result()

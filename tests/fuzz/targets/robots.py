@@ -9,7 +9,9 @@ Two kinds of input, chosen by the first byte:
   crawler or ``*``; ``Allow``/``Disallow`` with paths over ``/ab*$``; comments, blank lines):
   every decision for every path over ``/ab`` up to four characters equals :func:`reference`'s,
   a transcription of RFC 9309 sections 2.1 and 2.2 (groups, merged groups for the same agent,
-  the ``*`` group as a fallback, longest match, Allow wins a tie, ``*`` and ``$``).
+  the ``*`` group as a fallback, longest match, Allow wins a tie, ``*`` and ``$``); other
+  records (``Crawl-delay``, ``Sitemap``, ``Host``, unknown keys) anywhere, which section 2.2.4
+  says must not interfere with the groups.
 """
 
 from __future__ import annotations
@@ -41,7 +43,12 @@ def _lines(source: Bytes) -> list[str]:
                 "# a comment",
                 "",
                 f"user-AGENT: ArchIver/2 {path}",
-            ][kind % 9]
+                # other records (section 2.2.4): never part of a group, never splitting one
+                "Crawl-delay: 3",
+                f"Sitemap: /{path}.xml",
+                "Host: example.com",
+                f"X-Unknown: {path}",
+            ][kind % 13]
         )
     return lines
 

@@ -216,11 +216,10 @@ def check(data: bytes) -> None:
     elif records:
         agree(end == len(file), "bytes left unread")
         warcio, fast = _theirs(file)
-        # warcio counts an uncompressed record without its CRLF CRLF terminator
-        trailer = 0 if file[:2] == b"\x1f\x8b" else 4
-        # types compared where they are ASCII (we read header bytes as UTF-8, warcio as
-        # Latin-1: WARC 1.1 section 4 allows UTF-8 in values)
-        ours = [(r.offset, r.length - trailer, _type(r, file)) for r in records]
+        # warcio counts an uncompressed record without the empty lines after it (what an
+        # index line gives: index_length); types compared where they are ASCII (we read
+        # header bytes as UTF-8, warcio as Latin-1: WARC 1.1 section 4 allows UTF-8 in values)
+        ours = [(r.offset, r.index_length, _type(r, file)) for r in records]
         if warcio is not None and not any(_blank_to_warcio(_head(file, r)) for r in records):
             agree(_same(warcio, ours), "warcio reads other record boundaries", ours, warcio)
         ours_fast = [(r.offset, _type(r, file)) for r in records]

@@ -8,6 +8,10 @@
 -- a database written before --extra-hops: every item is 0
 ALTER TABLE urls ADD COLUMN extra INTEGER NOT NULL DEFAULT 0
 
+-- name: add-found-by-column
+-- a database written before extractors were named: none named
+ALTER TABLE urls ADD COLUMN found_by TEXT NOT NULL DEFAULT ''
+
 -- name: add-seed-column
 -- a database written before per-seed rules: every item is judged by the crawl's own (0)
 ALTER TABLE urls ADD COLUMN seed INTEGER NOT NULL DEFAULT 0
@@ -41,7 +45,8 @@ SELECT max(seq) FROM urls
 
 -- name: waiting
 -- the columns of codec.waiting_item
-SELECT url, tries, redirects_left, depth, hops, via, not_before, extra, seed FROM urls
+SELECT url, tries, redirects_left, depth, hops, via, not_before, extra, found_by, seed
+FROM urls
 WHERE state = $WAITING ORDER BY seq
 
 -- name: seen-urls
@@ -65,7 +70,8 @@ SELECT json_group_array(url) FROM urls WHERE url IN ($marks)
 
 -- name: url-insert
 -- the columns of codec.url_row
-INSERT INTO urls (url, host, state, seq, tries, redirects_left, depth, hops, via, extra, seed)
+INSERT INTO urls (url, host, state, seq, tries, redirects_left, depth, hops, via, extra,
+found_by, seed)
 SELECT * FROM (VALUES $rows) WHERE column1 IS NOT NULL
 
 -- name: url-update
@@ -95,12 +101,12 @@ WHERE digest IN ($marks)
 -- name: refill-part
 -- one host's oldest queued URLs (the columns of codec.refilled_item); "refill" joins one part
 -- per host with UNION ALL
-SELECT * FROM (SELECT id, host, url, tries, redirects_left, depth, hops, via, seq, extra, seed
-FROM urls WHERE host = ? AND state = $QUEUED ORDER BY seq LIMIT ?)
+SELECT * FROM (SELECT id, host, url, tries, redirects_left, depth, hops, via, seq, extra,
+found_by, seed FROM urls WHERE host = ? AND state = $QUEUED ORDER BY seq LIMIT ?)
 
 -- name: refill
 SELECT json_group_array(json_array(id, host, url, tries, redirects_left, depth, hops, via, seq,
-extra, seed)) FROM ($parts)
+extra, found_by, seed)) FROM ($parts)
 
 -- name: windowed
 UPDATE urls SET state = $WINDOWED WHERE id IN ($marks)

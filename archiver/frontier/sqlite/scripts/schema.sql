@@ -18,6 +18,7 @@ CREATE TABLE IF NOT EXISTS urls (
     status INTEGER,
     reason TEXT,
     extra INTEGER NOT NULL DEFAULT 0,  -- pages outside the scope since the last one inside
+    found_by TEXT NOT NULL DEFAULT '', -- the extractor that found the URL
     seed INTEGER NOT NULL DEFAULT 0    -- the seed whose rules judge it (0: the crawl's own)
 );
 -- the queue of each host in FIFO order: state 0 is QUEUED (codec.py)
