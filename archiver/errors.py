@@ -7,6 +7,9 @@
     ├── OutputError              the output directory cannot be used as asked
     │   ├── OutputExistsError    it holds another crawl and neither resume nor --overwrite applies
     │   └── LockedError          another run holds the job/output lock
+    ├── StateError               a crawl's state disagrees with itself (its frontier database
+    │                            missing, damaged or not its own beside its WARC files): exit 2,
+    │                            with the command that rebuilds it
     ├── WriteError               the WARC writer could not write (disk full, I/O error): stops
     │                            the crawl loudly, leaves closed files valid, the state resumable
     ├── FrontierError            the frontier backend failed (SQLite, Redis)
@@ -48,6 +51,12 @@ class OutputExistsError(OutputError):
 
 class LockedError(OutputError):
     """Another run holds the lock on this output directory or job."""
+
+
+class StateError(ArchiverError):
+    """A crawl's state does not agree with itself (its frontier database missing, damaged, an
+    older copy or another crawl's, while its WARC files are there): resuming would start over
+    or skip ahead. The message says what rebuilds it."""
 
 
 class WriteError(ArchiverError):

@@ -11,6 +11,7 @@ import io
 import os
 import shutil
 import tempfile
+from collections.abc import Iterator
 from typing import BinaryIO
 
 DEFAULT_MEMORY_LIMIT = 512 * 1024
@@ -95,6 +96,18 @@ class Spool:
         reader = os.fdopen(fd, "rb")
         reader.seek(0)
         return reader
+
+    def chunks(self, size: int = COPY_CHUNK) -> Iterator[bytes | memoryview]:
+        """The bytes from the start, ``size`` at a time, without ever holding more than one
+        chunk (a view of the buffer while in memory; read from the file once spooled)."""
+        if self._buffer is not None:
+            view = memoryview(self._buffer)
+            for start in range(0, len(view), size):
+                yield view[start : start + size]
+            return
+        with self.open() as reader:
+            while chunk := reader.read(size):
+                yield chunk
 
     def copy_to(self, out: BinaryIO) -> None:
         if self._buffer is not None:

@@ -10,6 +10,7 @@ import hashlib
 import json
 import re
 import sys
+import zlib
 from pathlib import Path
 
 SCRIPTS = Path(__file__).resolve().parents[1] / "scripts"
@@ -102,3 +103,23 @@ async def test_latency_server_serves_trees_and_fans_with_keep_alive() -> None:
         server.close()
         await server.wait_closed()
     assert site.stats.peak_open_connections == 1
+
+
+async def test_latency_server_streams_a_large_body_under_flow_control() -> None:
+    """``/bytes/N`` sends exactly N bytes that do not compress, and the connection goes on
+    serving afterwards (keep-alive): the body of the memory-at-write-time benchmark."""
+    server, site = await slowserver.serve(delay=0.0)
+    port = server.sockets[0].getsockname()[1]
+    reader, writer = await asyncio.open_connection("127.0.0.1", port)
+    try:
+        size = 9 * 1024 * 1024 + 7  # more than two of the repeated blocks, and a remainder
+        status, body = await _get(reader, writer, f"/bytes/{size}")
+        assert status == 200 and len(body) == size
+        assert len(zlib.compress(body[: 1 << 20], 1)) > (1 << 20)  # incompressible
+        assert (await _get(reader, writer, "/fan/0"))[0] == 200  # the same connection
+    finally:
+        writer.close()
+        await writer.wait_closed()
+        server.close()
+        await server.wait_closed()
+    assert site.stats.responses == 2 and site.stats.in_flight == 0

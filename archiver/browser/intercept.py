@@ -82,6 +82,11 @@ class Interceptor:
         self.undelivered: list[tuple[str, str]] = []
         #: the first exception the handler raised: it stops the page
         self.failure: BaseException | None = None
+        #: set once the main frame's document committed: from then on, a request for a new
+        #: main-frame document (the page navigating itself) is not answered but listed
+        self.document_committed = False
+        #: URLs the page tried to navigate its main frame to once loaded, at most MAX_LISTED
+        self.navigations: list[str] = []
         self._tasks: set[asyncio.Task[None]] = set()
         self._in_flight = 0
         self._last_change = asyncio.get_running_loop().time()
@@ -143,6 +148,9 @@ class Interceptor:
         request_id = params["requestId"]
         try:
             request = browser_request(params, self.main_frame)
+            if request.is_main_frame and self.document_committed:
+                await self._hold_page(session, request_id, request.url)
+                return
             try:
                 outcome = await self.handler(request)
             except Exception as exc:  # the handler's way to stop the page: see RequestHandler
@@ -172,6 +180,15 @@ class Interceptor:
                 await _fail(session, request_id, "Failed")
         finally:
             self._touch(-1)
+
+    async def _hold_page(self, session: Session, request_id: str, url: str) -> None:
+        """The page navigates itself elsewhere (a script, a meta refresh): the page stays the
+        document it is, and the URL is listed for the caller to follow as a link. Aborted is
+        the one failure Chromium takes without showing its error page (``chrome-error://``)
+        in place of the document."""
+        if len(self.navigations) < MAX_LISTED and url not in self.navigations:
+            self.navigations.append(url)
+        await _fail(session, request_id, "Aborted")
 
     async def _refuse(self, session: Session, params: Params, reason: str) -> None:
         self._touch(+1)

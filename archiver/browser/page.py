@@ -11,7 +11,10 @@ The steps, all inside the page timeout:
    service worker target that appears anyway gets every request failed), and requests bypass
    any that exists; JavaScript dialogs are dismissed so that they cannot block the page;
 3. ``Page.navigate``; a navigation error (the handler refused the document, a download) is a
-   :class:`~archiver.browser.errors.NavigationError`;
+   :class:`~archiver.browser.errors.NavigationError`; once the document committed, the page
+   is held there: a request for another main-frame document (a script setting
+   ``location.href``, a meta refresh) is aborted, which leaves the document in place, and its
+   URL is listed in the result (``navigations``) for the caller to follow as a link;
 4. wait for the main frame's ``load`` event, then for the network to go quiet (both bounded), run
    the behaviours, and wait for quiet again;
 5. read the live DOM in an isolated world (page scripts cannot interfere): the document
@@ -132,7 +135,8 @@ class PageResult:
     url: str
     """The URL asked for."""
     final_url: str
-    """``location.href`` once loaded: after redirects, script navigation or history changes."""
+    """``location.href`` once loaded: after redirects and history changes (a navigation to
+    another document is not followed: see ``navigations``)."""
     title: str | None
     text: str
     """The rendered text of the page's body (``innerText``), at most :data:`MAX_TEXT`
@@ -152,6 +156,9 @@ class PageResult:
     """False when the network had not gone quiet when the page was read."""
     dom_truncated: bool
     duration: float
+    navigations: tuple[str, ...] = ()
+    """URLs the page tried to navigate itself to once loaded (``location.href = …``, a meta
+    refresh): not followed, so that the page is read as it was; links for the caller."""
     console: tuple[ConsoleEntry, ...] = ()
     """Errors the page reported (with ``observe``)."""
     sockets: tuple[str, ...] = ()
@@ -339,6 +346,7 @@ async def _load(tab: _Tab, url: str, started: float, explore: Explore | None) ->
         network_quiet=quiet,
         dom_truncated=bool(dom.get("truncated")),
         duration=tab.now() - started,
+        navigations=tuple(interceptor.navigations),
         console=tuple(tab.observer.console) if tab.observer else (),
         sockets=tuple(tab.observer.sockets) if tab.observer else (),
         initiators=dict(tab.observer.initiators) if tab.observer else {},
@@ -407,9 +415,14 @@ def _lifecycle(tab: _Tab, params: Params) -> None:
 
 
 def _navigated(tab: _Tab, params: Params) -> None:
-    """A script navigation replaces the main frame's document: wait for that one's load."""
+    """The main frame committed a document. The first http(s) one is the page (after any
+    redirects): from then on the interceptor holds the page where it is. A navigation that
+    does not go through the network (``about:blank``) replaces the document all the same:
+    wait for that one's load."""
     frame = params.get("frame", {})
     main = frame.get("id") == tab.target and not frame.get("parentId")
+    if main and str(frame.get("url", "")).startswith(("http://", "https://")):
+        tab.interceptor.document_committed = True
     if main and tab.loader and frame.get("loaderId") != tab.loader:
         tab.await_load(str(frame.get("loaderId", "")))
         tab.world = None

@@ -17,7 +17,7 @@ import sys
 import threading
 import time
 from collections import Counter
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, NoReturn
 
@@ -32,7 +32,7 @@ from archiver.commands.exits import (
 from archiver.commands.progress import Display
 from archiver.config.assemble import software_string
 from archiver.config.settings import Settings, load_settings, option_name, setting_fields
-from archiver.errors import ArchiverError, LockedError, SettingsError, SignatureError
+from archiver.errors import ArchiverError, LockedError, SettingsError, SignatureError, StateError
 from archiver.frontier.listing import STATES
 from archiver.processes.keeper import die_with_parent
 from archiver.processes.supervisor import CHILD_COMMAND, Supervisor, read_child_message
@@ -403,6 +403,19 @@ def build_parser() -> argparse.ArgumentParser:
     ign.add_argument("path", metavar="DIR", help="crawl directory")
     ign.add_argument("pattern", metavar="PATTERN", help="regular expression")
 
+    reb = sub.add_parser(
+        "rebuild-frontier",
+        help="rebuild a stopped crawl's lost or damaged frontier database from its WARC files",
+        description=(
+            "Make DIR/state/frontier.sqlite again from the crawl's WARC files and "
+            "state/crawl.json: every captured URL done, the dedup digests, and the queue "
+            "found by walking the crawl again from its seeds through what it captured. A "
+            "damaged database is kept beside it. Then the crawl's command resumes the crawl, "
+            "capturing nothing twice."
+        ),
+    )
+    reb.add_argument("path", metavar="DIR", help="crawl directory")
+
     _add_steering_commands(sub)
 
     sub.add_parser(
@@ -462,25 +475,37 @@ async def _run_crawler(settings: Settings, display: Display) -> CrawlResult:
 
 async def _run_with_signals(crawler: CrawlControl, display: Display) -> CrawlResult:
     """Run ``crawler`` with the progress display; SIGINT and SIGTERM stop it (the first
-    gracefully, the second at once)."""
+    gracefully, the second at once), and so does SIGHUP unless the command was detached from
+    its terminal (:func:`hangup_stops`)."""
     loop = asyncio.get_running_loop()
     signals = 0
     say = display.log_stream
+    terminals = [fd for fd in (1, 2) if _isatty(fd)]  # after a hang-up isatty() says no
 
     def on_signal(signame: str) -> None:
         nonlocal signals
         signals += 1
-        if signals == 1:
-            say.write(
-                f"archiver: {signame}: finishing in-flight fetches, then stopping "
-                "(again to stop at once)\n"
-            )
-            crawler.request_stop(reason=f"stopped by {signame}")
-        else:
-            say.write(f"archiver: {signame}: stopping now\n")
-            crawler.request_stop(immediate=True, reason=f"stopped by {signame}")
+        if signame == "SIGHUP":
+            _leave_terminal(terminals)  # it is gone: what would be shown there goes nowhere
+        try:
+            if signals == 1:
+                say.write(
+                    f"archiver: {signame}: finishing in-flight fetches, then stopping "
+                    "(again to stop at once)\n"
+                )
+            else:
+                say.write(f"archiver: {signame}: stopping now\n")
+        except (OSError, ValueError):
+            pass  # nowhere to say it: the crawl log and crawl.json still will
+        crawler.request_stop(immediate=signals > 1, reason=f"stopped by {signame}")
 
-    for sig in (signal.SIGINT, signal.SIGTERM):
+    watched = [signal.SIGINT, signal.SIGTERM]
+    hangup = signal.getsignal(signal.SIGHUP)
+    if hangup_stops(hangup, os.environ):
+        watched.append(signal.SIGHUP)
+    else:  # detached: a SIGHUP must not kill the crawl (its default action would)
+        signal.signal(signal.SIGHUP, signal.SIG_IGN)
+    for sig in watched:
         loop.add_signal_handler(sig, on_signal, sig.name)
     try:
         settings = crawler.settings
@@ -492,8 +517,41 @@ async def _run_with_signals(crawler: CrawlControl, display: Display) -> CrawlRes
                 say.write(f"archiver: status at {server.url} (metrics, status, healthz)\n")
             return await crawler.run()
     finally:
-        for sig in (signal.SIGINT, signal.SIGTERM):
+        for sig in watched:
             loop.remove_signal_handler(sig)
+        if signal.SIGHUP not in watched:
+            signal.signal(signal.SIGHUP, hangup)
+
+
+def hangup_stops(handler: object, environ: Mapping[str, str]) -> bool:
+    """Whether SIGHUP stops a crawl as SIGTERM does (gracefully, exit 3): a closed terminal or
+    a dropped SSH session must not kill it on the spot (SIGHUP's default action), losing the
+    summary and leaving crawl.json at "running". Not when the user detached the command:
+    ``nohup`` starts it with SIGHUP ignored, and a systemd service (``INVOCATION_ID`` set)
+    has no terminal to hang up, where a SIGHUP is at most a reload request: both are ignored."""
+    return handler != signal.SIG_IGN and "INVOCATION_ID" not in environ
+
+
+def _isatty(fd: int) -> bool:
+    try:
+        return os.isatty(fd)
+    except OSError:
+        return False
+
+
+def _leave_terminal(fds: Sequence[int]) -> None:
+    """Point the descriptors that were a terminal at /dev/null: after a hang-up every write
+    there fails (EIO), and the crawl must finish without a word to it."""
+    try:
+        null = os.open(os.devnull, os.O_WRONLY)
+    except OSError:
+        return
+    try:
+        for fd in fds:
+            with contextlib.suppress(OSError):
+                os.dup2(null, fd)
+    finally:
+        os.close(null)
 
 
 def _status_server(crawler: CrawlControl, settings: Settings) -> Any:
@@ -537,10 +595,11 @@ def cmd_crawl(args: argparse.Namespace) -> int:
     settings = _settings_from_args(args)
     display = Display(settings, sys.stderr)
     result = _run(_run_crawl(settings, display))
-    if not settings.quiet:
-        display.print_summary(result)
-    else:
-        sys.stderr.write(final_line(result) + "\n")
+    with contextlib.suppress(OSError, ValueError):  # the terminal may be gone (a hang-up)
+        if not settings.quiet:
+            display.print_summary(result)
+        else:
+            sys.stderr.write(final_line(result) + "\n")
     if settings.qa and exit_code(result.status) == EXIT_OK and result.output is not None:
         return _prove(settings, Path(result.output))
     return exit_code(result.status)
@@ -809,6 +868,21 @@ def cmd_queue(args: argparse.Namespace) -> int:
     return EXIT_OK
 
 
+def cmd_rebuild_frontier(args: argparse.Namespace) -> int:
+    from archiver.run.rebuild import rebuild_frontier  # noqa: PLC0415
+
+    report = rebuild_frontier(Path(args.path))
+    kept = f"; the damaged database is kept as {report.damaged.name}" if report.damaged else ""
+    print(
+        f"archiver: rebuilt {Path(args.path) / 'state' / 'frontier.sqlite'} from "
+        f"{report.warc_files} WARC files: {report.captured} URLs done, {report.queued} queued, "
+        f"{report.digests} payload digests{kept}; run the crawl's command again to go on"
+    )
+    for note in report.notes:
+        print(f"archiver: {note}")
+    return EXIT_OK
+
+
 def cmd_version(_: argparse.Namespace) -> int:
     print(software_string())
     return EXIT_OK
@@ -830,6 +904,7 @@ COMMANDS = {
     "unpause": cmd_unpause,
     "add": cmd_add,
     "queue": cmd_queue,
+    "rebuild-frontier": cmd_rebuild_frontier,
     "version": cmd_version,
 }
 
@@ -856,6 +931,9 @@ def _guarded(command: str, run: Callable[[], int]) -> int:
     except LockedError as exc:
         sys.stderr.write(f"{PROG} {command}: locked: {exc}\n")
         return EXIT_LOCKED
+    except StateError as exc:  # not resumable as it is: running it again changes nothing
+        sys.stderr.write(f"{PROG} {command}: state: {exc}\n")
+        return EXIT_USAGE
     except ArchiverError as exc:
         sys.stderr.write(f"{PROG} {command}: error: {exc}\n")
         return EXIT_FAILED

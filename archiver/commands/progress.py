@@ -286,9 +286,14 @@ class Display:
                 redirect_stdout=False,
                 redirect_stderr=False,
             )
-            with live:
+            with contextlib.suppress(OSError):  # the terminal may be gone (a hang-up)
+                live.start(refresh=True)  # as entering it does
+            try:
                 async with _background(self._redraw(source, live)):
                     yield
+            finally:
+                with contextlib.suppress(OSError):
+                    live.stop()
         elif self.mode is Mode.LINES and self.stats_interval > 0:
             async with _background(self._stats_lines(source)):
                 yield
@@ -296,17 +301,20 @@ class Display:
             yield
 
     async def _redraw(self, source: SnapshotSource, live: Live) -> None:
-        while True:
-            await asyncio.sleep(self.refresh)
-            live.update(self.render(source.snapshot()), refresh=True)
-            self.frames += 1
+        """Redraw until cancelled, or until the terminal is gone (a hang-up: EIO)."""
+        with contextlib.suppress(OSError):
+            while True:
+                await asyncio.sleep(self.refresh)
+                live.update(self.render(source.snapshot()), refresh=True)
+                self.frames += 1
 
     async def _stats_lines(self, source: SnapshotSource) -> None:
-        while True:
-            await asyncio.sleep(self.stats_interval)
-            self.stream.write(stats_line(source.snapshot()) + "\n")
-            self.stream.flush()
-            self.lines += 1
+        with contextlib.suppress(OSError, ValueError):
+            while True:
+                await asyncio.sleep(self.stats_interval)
+                self.stream.write(stats_line(source.snapshot()) + "\n")
+                self.stream.flush()
+                self.lines += 1
 
     def print_summary(self, result: CrawlResult) -> None:
         """The end-of-crawl tables (after the live panel has gone)."""

@@ -29,6 +29,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from archiver import atomicfile
 from archiver.errors import ArchiverError
 from archiver.run.stats import BrowserSummary, Summary, human_bytes
 from archiver.timefmt import readable_utc_at
@@ -405,6 +406,21 @@ footer { color:var(--dim); text-align:center; font-size:12px; padding:16px; }
 """
 
 
+def _runs_table(s: Summary) -> str:
+    """One row per run of the crawl: when, how long, how it ended, what it captured."""
+    rows = "".join(
+        f"<tr><td>{e(run.started or '?')}</td><td>{e(human_duration(run.duration_seconds))}</td>"
+        f"<td>{e(run.status or 'killed')}</td><td>{e(run.reason or '')}</td>"
+        f"<td class=num>{run.captures:,}</td><td class=num>{run.pages:,}</td>"
+        f"<td class=num>{e(human_bytes(run.bytes_written))}</td></tr>"
+        for run in s.runs
+    )
+    return (
+        "<table><tr><th>started</th><th>duration</th><th>status</th><th>reason</th>"
+        f"<th>captures</th><th>pages</th><th>WARC</th></tr>{rows}</table>"
+    )
+
+
 def render(crawl_dir: Path, summary: Summary, log: LogFindings | None) -> str:
     """The report's HTML text."""
     s = summary
@@ -414,12 +430,15 @@ def render(crawl_dir: Path, summary: Summary, log: LogFindings | None) -> str:
     title = seeds[0] if seeds else str(crawl_dir.name)
     reason = f" — {s.reason}" if s.reason else ""
     sections = [("Captures over time", time_chart(s.captures_over_time, duration))]
+    if len(s.runs) > 1:  # the figures are the sum of the runs: say which
+        sections.append(("Runs", _runs_table(s)))
 
     def block(name: str, content: str) -> str:
         return f"<section><h2>{e(name)}</h2>{content}</section>"
 
     seeds_text = ", ".join(seeds) if seeds else "(no seeds recorded)"
-    runs = f" · {log.runs} runs (resumed)" if log is not None and log.runs > 1 else ""
+    count = max(len(s.runs), log.runs if log is not None else 0)
+    runs = f" · {count} runs (resumed)" if count > 1 else ""
     generated = readable_utc_at(time.time())
     return f"""<!DOCTYPE html>
 <html lang="en"><head><meta charset="utf-8">
@@ -772,7 +791,5 @@ def write_report(crawl_dir: Path, output: Path) -> Path:
     """Write the HTML report of the crawl in ``crawl_dir`` to ``output``; returns ``output``."""
     summary = Summary.from_json(read_summary(crawl_dir))
     text = render(crawl_dir, summary, scan_logs(crawl_dir))
-    tmp = output.with_name(output.name + ".tmp")
-    tmp.write_text(text, encoding="utf-8")
-    tmp.replace(output)
+    atomicfile.write_text(output, text, fsync=False)
     return output

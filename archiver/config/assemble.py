@@ -20,7 +20,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from archiver import urls
-from archiver.config.seeds import crawl_rules, crawl_seeds, wants_browser
+from archiver.config.seeds import crawl_rules, wants_browser
 from archiver.config.settings import Settings, read_lines_file
 from archiver.errors import SettingsError, SigningError
 from archiver.fetch.cookiestxt import CookieFileError, CookieLine, parse_text
@@ -54,12 +54,6 @@ def default_output(seeds: Iterable[str]) -> Path:
             continue
         return Path("crawls") / safe_name_part(host, default="crawl")
     return Path("crawls") / "crawl"
-
-
-def seed_list(settings: Settings) -> tuple[str, ...]:
-    """The seed URLs (``[[seed]]`` tables, arguments, --seeds-file), normalised, first
-    occurrence kept (:func:`archiver.config.seeds.crawl_seeds` has them with their rules)."""
-    return tuple(seed.url for seed in crawl_seeds(settings))
 
 
 def scope_rules(s: Settings, seeds: tuple[str, ...]) -> ScopeRules:
@@ -117,14 +111,30 @@ def sitemap_policy(s: Settings) -> SitemapPolicy:
     )
 
 
-async def address_policy(s: Settings, seeds: tuple[str, ...]) -> AddressPolicy:
+async def address_policy(s: Settings, seeds: Iterable[str]) -> AddressPolicy:
     """The seeds' own addresses and ports are always allowed: a crawl of a local or intranet
     site asked for by name is what the user wants; the SSRF guard is about where links lead."""
     policy = AddressPolicy(allow_private=s.allow_private)
+    await allow_seed_addresses(policy, s, seeds)
+    return policy
+
+
+async def allow_seed_addresses(
+    policy: AddressPolicy,
+    s: Settings,
+    seeds: Iterable[str],
+    known: set[tuple[str, int]] | None = None,
+) -> None:
+    """Allow the addresses of the seeds' hosts (each host and port looked up once; ``known``
+    holds those looked up already, for seeds that come in batches)."""
     overrides = dict(s.resolve)
     loop = asyncio.get_running_loop()
+    known = set() if known is None else known
     for seed in seeds:
         _, host, port = urls.scheme_host_port(seed)
+        if (host, port) in known:
+            continue
+        known.add((host, port))
         # looked up as the resolver does (fetch.OverrideResolver): "x.test." is "x.test"
         override = overrides.get(host.rstrip("."))
         if override is not None:
@@ -136,7 +146,6 @@ async def address_policy(s: Settings, seeds: tuple[str, ...]) -> AddressPolicy:
             continue  # the fetch will fail with a DNS error, logged there
         for info in infos:
             policy.allow(str(info[4][0]), port)
-    return policy
 
 
 def check_browser(s: Settings, seeds: Iterable[Seed] = ()) -> None:

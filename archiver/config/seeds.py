@@ -7,7 +7,8 @@ Seeds come from three places, in this order (a URL given twice keeps its first p
   own rules;
 * a ``--seeds-file``: one seed per line, a URL (the crawl's rules) or a JSON object with the
   keys of a ``[[seed]]`` table (``{"url": "https://example.org/docs/", "max_depth": 2}``),
-  Browsertrix Crawler's per-seed settings written one per line.
+  Browsertrix Crawler's per-seed settings written one per line; read in batches while the
+  crawl runs (:mod:`archiver.run.seeds`), each line by :func:`seed_line`.
 
 A seed's table becomes :class:`~archiver.policy.seeds.SeedRules` here: its own values over the
 crawl's (``scope`` names the mode; ``include`` and ``exclude`` add to the crawl's, which hold
@@ -21,7 +22,6 @@ from __future__ import annotations
 import dataclasses
 import json
 from collections.abc import Iterable
-from pathlib import Path
 from typing import Any
 
 from archiver import urls
@@ -74,8 +74,8 @@ def seed_line(text: str, s: Settings, where: str) -> Seed:
 
 
 def crawl_seeds(s: Settings) -> tuple[Seed, ...]:
-    """Every seed of the crawl with its rules, in order, each URL once (its first place wins);
-    no seed at all is a usage error."""
+    """The seeds of the config file and the command line with their rules, in order, each URL
+    once (its first place wins); no seed at all, and no seeds file, is a usage error."""
     found: list[Seed] = [resolve(entry, s) for entry in s.seed]
     plain = crawl_rules(s)
     for url in s.seeds:
@@ -83,27 +83,9 @@ def crawl_seeds(s: Settings) -> tuple[Seed, ...]:
             found.append(Seed(normalized(url), plain))
         except urls.InvalidURLError as exc:
             raise SettingsError("seeds", f"{url!r} is not an http(s) URL: {exc}") from None
-    if s.seeds_file is not None:
-        found += seeds_file(s.seeds_file, s)
-    if not found:
+    if not found and s.seeds_file is None:
         raise SettingsError("seeds", "give at least one seed URL (or --seeds-file, or [[seed]])")
     return first_of_each(found)
-
-
-def seeds_file(path: Path, s: Settings) -> list[Seed]:
-    """The seeds of a ``--seeds-file``: one a line, ``#`` comments and blank lines skipped; a
-    line that is neither a URL nor a seed's table is a usage error naming its number."""
-    try:
-        text = path.read_text(encoding="utf-8")
-    except (OSError, UnicodeDecodeError) as exc:
-        why = exc.strerror if isinstance(exc, OSError) else str(exc)
-        raise SettingsError("--seeds-file", f"cannot read {path}: {why or exc}") from None
-    found = []
-    for number, raw in enumerate(text.splitlines(), 1):
-        line = raw.strip()
-        if line and not line.startswith("#"):
-            found.append(seed_line(line, s, f"--seeds-file {path} line {number}"))
-    return found
 
 
 def first_of_each(seeds: Iterable[Seed]) -> tuple[Seed, ...]:
@@ -136,6 +118,5 @@ __all__ = [
     "resolve",
     "seed_from_spec",
     "seed_line",
-    "seeds_file",
     "wants_browser",
 ]

@@ -124,6 +124,34 @@ def parse_size(value: Any, option: str = "") -> int | None:
     return int(float(match.group(1)) * _SIZE_UNITS[unit])
 
 
+#: The units a size is shown in, largest first (binary before decimal where both fit).
+_SHOWN_UNITS = (
+    ("TiB", 2**40), ("TB", 10**12), ("GiB", 2**30), ("GB", 10**9),
+    ("MiB", 2**20), ("MB", 10**6), ("KiB", 2**10), ("kB", 10**3),
+)  # fmt: skip
+
+
+def size_unit(size: int) -> tuple[str, int]:
+    """The unit a size was most likely given in, so that a message about it speaks the user's
+    unit: the largest that shows it exactly with at most two decimals and four digits
+    (``500MB`` is 500000000 bytes: ``MB``; ``512MiB``: ``MiB``); else the largest decimal
+    unit it reaches (a size given in bytes: shown rounded)."""
+    for name, unit in _SHOWN_UNITS:
+        if unit <= size < 10_000 * unit and (size * 100) % unit == 0:
+            return name, unit
+    for name, unit in _SHOWN_UNITS:
+        if size >= unit and name.endswith("B") and "i" not in name:
+            return name, unit
+    return "bytes", 1
+
+
+def format_size(size: int, unit: tuple[str, int]) -> str:
+    """``size`` in ``unit`` (from :func:`size_unit`), with at most two decimals."""
+    name, factor = unit
+    text = f"{size / factor:.2f}".rstrip("0").rstrip(".")
+    return f"{text} {name}"
+
+
 def parse_duration(value: Any, option: str = "") -> float | None:
     """Seconds from ``30``, ``500ms``, ``45s``, ``10m``, ``2h``, ``1d``; 0/none -> None."""
     if value in (None, "", 0, "0", "none", "unlimited"):
@@ -524,7 +552,8 @@ class Settings:
         None,
         "crawl",
         "File with one seed per line: a URL, or a JSON object with the keys of a [[seed]] "
-        "table (# comments allowed).",
+        "table (# comments allowed); read in batches while the crawl runs, so a million lines "
+        "cost no start-up; a line that is neither is logged and left out.",
         parse_optional_path,
         metavar="FILE",
     )
@@ -733,8 +762,12 @@ class Settings:
     max_urls_per_host: int | None = setting(
         None, "scope", "Per-host URL budget; 0 = no limit.", p_optional_int(1), metavar="N"
     )
-    max_links_per_page: int = setting(
-        10_000, "scope", "Links extracted from one page at most.", p_int(1), metavar="N"
+    max_links_per_page: int | None = setting(
+        10_000,
+        "scope",
+        "Links extracted from one page at most; 0 = no limit.",
+        p_optional_int(1),
+        metavar="N",
     )
     js_relative_strings: bool = setting(
         False,

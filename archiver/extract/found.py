@@ -25,6 +25,16 @@ from dataclasses import dataclass
 from archiver import urls
 
 MAX_LINKS = 10_000
+#: What ``--max-links-per-page 0`` (no limit) means to an extractor: more links than any page
+#: holds (a number, not None: the PDF reader hands it to its child process)
+NO_LINK_LIMIT = 10**9
+
+
+def link_limit(setting: int | None) -> int:
+    """The links an extractor keeps from one document: ``setting``, or no limit for None."""
+    return NO_LINK_LIMIT if setting is None else setting
+
+
 # A reference longer than this is skipped without being resolved: common servers refuse request
 # lines over 8 KiB (Apache's LimitRequestLine, nginx's large_client_header_buffers), so twice
 # that is fetchable nowhere, and percent-encoding a megabyte-long attribute would stall the event

@@ -55,7 +55,6 @@ from __future__ import annotations
 import asyncio
 import contextvars
 import hashlib
-import os
 import threading
 import time
 from collections.abc import Iterable, Mapping, Sequence
@@ -67,6 +66,7 @@ import aiohttp
 from aiohttp.abc import AbstractCookieJar
 from yarl import URL
 
+from archiver import atomicfile
 from archiver.fetch.cookiestxt import CookieKey, CookieLine, format_text, parse_line
 
 #: False while a request goes to a host whose TLS certificate failed verification
@@ -330,13 +330,7 @@ class FileCookieStore:
 def write_private(path: Path, text: str) -> None:
     """Write ``text`` to ``path`` atomically, readable by the owner only (it holds cookies)."""
     path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = path.with_name(path.name + ".tmp")
-    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
-    with open(fd, "w", encoding="utf-8") as fh:
-        fh.write(text)
-        fh.flush()
-        os.fsync(fh.fileno())
-    os.replace(tmp, path)
+    atomicfile.write_text(path, text, private=True)
 
 
 class CrawlCookies:

@@ -193,3 +193,10 @@ class Frontier(CrawlQueue, HostPoliteness, CaptureLedger, Protocol):
     async def close(self) -> None:
         """Flush and release resources. Leases not yet done stay 'in flight' for resume."""
         ...
+
+    def stop_waiting(self) -> None:
+        """The crawl is stopping: a backend that cannot be reached is no longer waited for.
+        Calls waiting out an outage, and later ones, fail with a
+        :class:`~archiver.errors.FrontierError` instead (what they would have stored is done
+        again on resume), so that a stop takes seconds, not the length of the outage."""
+        ...

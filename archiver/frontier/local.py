@@ -262,6 +262,9 @@ class LocalFrontier:
         queue, no try counted, no host failure recorded."""
         self.scheduler.give_back(lease)
 
+    def stop_waiting(self) -> None:
+        """Nothing to do: an in-process store is never unreachable."""
+
     # -- host politeness (HostPoliteness): the gate, which the scheduler consults -----------
     def set_host_delay(self, host: str, seconds: float) -> None:
         self.gate.set_crawl_delay(host, seconds)

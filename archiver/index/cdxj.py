@@ -25,6 +25,7 @@ from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from archiver import atomicfile
 from archiver.index.payload import (
     BlockPayload,
     HttpPayload,
@@ -437,14 +438,10 @@ def write_lines_atomically(path: Path, lines: Iterable[str]) -> int:
     half-written index, even when the process dies mid-write.
     """
     count = 0
-    tmp = path.with_name(path.name + ".tmp")
-    with open(tmp, "w", encoding="utf-8") as fh:
+    with atomicfile.replacing(path) as fh:
         for line in lines:
             fh.write(line + "\n")
             count += 1
-        fh.flush()
-        os.fsync(fh.fileno())
-    os.replace(tmp, path)
     return count
 
 

@@ -53,6 +53,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import IO, Any
 
+from archiver import atomicfile
 from archiver.errors import OutputError
 from archiver.timefmt import Clock, rfc3339, timestamp14, utcnow
 from archiver.version import __version__
@@ -142,7 +143,7 @@ def write_wacz(
         names[path.name] = path
     now = clock()
     stamp = now.astimezone(UTC).timetuple()[:6]
-    tmp = output.with_name(output.name + ".tmp")
+    tmp = atomicfile.tmp_path(output)
 
     def member(name: str, compress: int) -> zipfile.ZipInfo:
         info = zipfile.ZipInfo(name, date_time=stamp)

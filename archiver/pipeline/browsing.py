@@ -191,6 +191,9 @@ class Browsing:
     async def _discover(self, item: CrawlItem, result: PageResult, requests: PageRequests) -> None:
         """The live DOM's links; requisites the browser loaded are captured already."""
         children = [item.child(url, Hop.LINK) for url in result.links.pages]
+        children += [  # where the page tried to go: followed as links, the page kept as it was
+            item.child(url, Hop.LINK) for url in map(_normal, result.navigations) if url
+        ]
         children += [
             item.child(url, Hop.EMBED)
             for url in result.links.requisites
@@ -220,6 +223,7 @@ class Browsing:
             "fetched": requests.fetched,
             "refused": requests.refused,
             "links": len(result.links.pages),
+            "navigations": list(result.navigations[:10]),
             "load_event": result.load_event,
             "network_quiet": result.network_quiet,
             "duration": round(result.duration, 3),

@@ -237,6 +237,8 @@ class Capturer:
         self._captures: list[WrittenCapture] = []
         #: the frontier's booking of the lease's first request is still unused
         self._booked = True
+        #: the leased URL's own capture was recalled from an earlier try (it is in the archive)
+        self.lease_recalled = False
         #: tasks writing a capture right now (robots.txt's, or a request's records): a task
         #: cancelled there would lose a capture the lease must commit, so whoever cancels the
         #: lease's requests lets these finish (``PageRequests.drain`` of the browser stage)
@@ -273,6 +275,7 @@ class Capturer:
         request = Request(item, headers=referer_header(item))
         found = await self._claim(request)
         if isinstance(found, Recalled):
+            self.lease_recalled = True
             return found
         return Admitted(request, found, own=True, counts_as_page=counts_as_page)
 

@@ -70,6 +70,7 @@ class CrawlStats:
     bytes_received: int = 0  #: response bytes as received (headers + body)
     bytes_written: int = 0  #: WARC bytes written (set from the writer)
     retries: int = 0
+    seeds: int = 0  #: seeds handed to the frontier (a seeds file's, batch by batch)
     by_status: Counter[str] = field(default_factory=Counter)
     by_status_code: Counter[int] = field(default_factory=Counter)
     by_mime: Counter[str] = field(default_factory=Counter)

@@ -25,7 +25,7 @@ from archiver.extract.dispatch import (
     extract_document,
     header_links,
 )
-from archiver.extract.found import Extractor, Links, merge
+from archiver.extract.found import Extractor, Links, link_limit, merge
 from archiver.extract.isolated import read_pdf
 from archiver.extract.links import HTML_TYPES
 from archiver.extract.media import MediaLimits
@@ -183,7 +183,7 @@ class Discovery:
                 self._log.warning("extract-error", url=item.url, error=str(exc))
         if any(name.lower() == "link" for name, _ in ex.headers):
             values = [value for name, value in ex.headers if name.lower() == "link"]
-            linked = header_links(values, item.url, self._settings.max_links_per_page)
+            linked = header_links(values, item.url, link_limit(self._settings.max_links_per_page))
             found = linked if found is None else merge(found, linked)
         if found is not None and found.truncated:
             self._log.warning(
@@ -204,7 +204,10 @@ class Discovery:
             return None
         data = decode_content(body, encoding, limit=self._options.max_decoded)
         result = await read_pdf(
-            data, item.url, limits=self._pdf_limits, max_links=self._settings.max_links_per_page
+            data,
+            item.url,
+            limits=self._pdf_limits,
+            max_links=link_limit(self._settings.max_links_per_page),
         )
         if result.error is not None:
             self._log.info("pdf-error", url=item.url, error=result.error, pages=result.pages)
@@ -312,7 +315,7 @@ def extract_options(settings: Settings) -> ExtractOptions:
             max_bytes=settings.media_max_bytes or UNCAPPED,
         )
     return ExtractOptions(
-        max_links=settings.max_links_per_page,
+        max_links=link_limit(settings.max_links_per_page),
         js_relative=settings.js_relative_strings,
         media=media,
     )

@@ -40,6 +40,7 @@ import tempfile
 import time
 from pathlib import Path
 
+from archiver import atomicfile
 from archiver.errors import OutputError, SettingsError
 from archiver.processes import keeper
 
@@ -178,9 +179,7 @@ class PrivateRedis:
             "keeper": self.keeper.pid,
             "socket": str(self.socket_path),
         }
-        tmp = self.pid_file.with_name(self.pid_file.name + ".tmp")
-        tmp.write_text(json.dumps(data) + "\n", encoding="utf-8")
-        tmp.replace(self.pid_file)
+        atomicfile.write_text(self.pid_file, json.dumps(data) + "\n", fsync=False)
 
     async def wait_exited(self) -> int:
         """Wait for the keeper to exit (it does when the server has): its exit status."""

@@ -67,7 +67,6 @@ from archiver.config.assemble import (
     wacz_signer,
     wants_wacz,
 )
-from archiver.config.seeds import crawl_seeds
 from archiver.config.settings import SeedEntry, Settings
 from archiver.errors import ArchiverError, LockedError
 from archiver.frontier import open_backend
@@ -90,7 +89,8 @@ from archiver.run.output import (
     write_status,
 )
 from archiver.run.resume import repair_open_warcs
-from archiver.run.stats import Snapshot, Summary
+from archiver.run.seeds import starting_seeds
+from archiver.run.stats import SUMMARY_SEEDS, Snapshot, Summary
 from archiver.sign.signer import Signer
 from archiver.urls import redact_url
 from archiver.version import __version__
@@ -203,6 +203,8 @@ class Supervisor:
         self._ended: list[tuple[float, Summary]] = []  #: (offset, summary), in order
         self._runs: list[dict[str, Any]] = []
         self._signer: Signer | None = None
+        #: state/crawl.json's data, kept up to date by this run
+        self._state: dict[str, Any] = {}
 
     # -- control ----------------------------------------------------------------------------
 
@@ -224,13 +226,15 @@ class Supervisor:
             self._signal(slot)
 
     def _signal(self, slot: Slot) -> None:
-        """One SIGTERM to stop, a second to stop at once (as the crawler reads them)."""
+        """One signal to stop, a second to stop at once (as the crawler counts them): SIGTERM
+        then SIGINT, two kinds, because two SIGTERMs sent before the process handles the
+        first are one pending signal, and "at once" would be lost."""
         wanted = 2 if self._immediate else 1 if self._stopping else 0
         process = slot.process
         while process is not None and process.returncode is None and slot.signals < wanted:
             slot.signals += 1
             with contextlib.suppress(ProcessLookupError):
-                process.send_signal(signal.SIGTERM)
+                process.send_signal(signal.SIGTERM if slot.signals == 1 else signal.SIGINT)
 
     def snapshot(self) -> Snapshot:
         """The crawl's figures: the processes' latest stats lines and their ended runs, added
@@ -254,10 +258,12 @@ class Supervisor:
     async def run(self) -> CrawlResult:
         """Run the crawl in its processes to completion, a limit, a stop request or an error."""
         settings = self.settings
-        every = crawl_seeds(settings)  # usage errors come first, before anything is written
-        seeds = tuple(seed.url for seed in every)
+        start = starting_seeds(settings)  # usage errors come first, before anything is written
+        if start.file is not None:
+            start.file.close()  # each crawler process reads the seeds file itself
+        seeds = tuple(seed.url for seed in start.seeds)
         cookie_file(settings)
-        check_browser(settings, every)
+        check_browser(settings, start.seeds)
         self._signer = wacz_signer(settings)
         binary = redis_binary() if self.private else None
         self.layout.root.mkdir(parents=True, exist_ok=True)
@@ -280,6 +286,7 @@ class Supervisor:
         )
         if start.resumed and start.previous_status == STATUS_COMPLETED:
             return finish.already_completed(layout)
+        self._state = start.status
         write_status(layout, start.status)
         crawl_log = crawl_logger(
             layout.log, quiet=settings.quiet, verbose=settings.verbose, console=self.console
@@ -310,7 +317,7 @@ class Supervisor:
         try:
             self.log.info(
                 "crawl-start",
-                seeds=list(seeds),
+                seeds=list(seeds[:SUMMARY_SEEDS]),
                 output=str(self.layout.root),
                 resumed=resumed,
                 processes=self.settings.processes,
@@ -646,13 +653,13 @@ class Supervisor:
         )
         whole = [part for _, part in self._ended if part.status is not None]
         last = whole[-1] if whole else Summary()
-        return dataclasses.replace(
+        this_run = dataclasses.replace(
             summary,
             status=status,
             reason=reason,
             output=str(layout.root),
             resumed=resumed,
-            seeds=seeds,
+            seeds=seeds[:SUMMARY_SEEDS],
             warc_files=tuple(str(p.relative_to(layout.root)) for p in warc_files(layout.warcs)),
             index=str(layout.index.relative_to(layout.root)),
             wacz=None,
@@ -662,6 +669,10 @@ class Supervisor:
             processes={"count": self.settings.processes, "runs": self._runs},
             version=__version__,
         )
+        runs = self._state.get("runs")
+        if isinstance(runs, list) and runs:  # this run's own figures, for the next runs
+            runs[-1].update(finish.run_figures(this_run))
+        return this_run.across_runs(finish.earlier_summary(layout), finish.run_history(self._state))
 
 
 def _status_of(code: int) -> str:

@@ -65,6 +65,7 @@ from archiver.policy.ignores import (
 )
 from archiver.policy.politeness import Politeness
 from archiver.run.output import STATUS_COMPLETED, Layout, crawl_status
+from archiver.run.seeds import SeedsFile
 from archiver.timefmt import rfc3339_at, timestamp17, utcnow
 from archiver.urls import InvalidURLError
 
@@ -72,6 +73,9 @@ from archiver.urls import InvalidURLError
 POLL_SECONDS = 1.0
 #: The keys of control.toml's [politeness] table, each parsed as the setting of that name.
 CONTROL_KEYS = ("per_host_delay", "per_host_concurrency")
+
+#: Patterns named in an ``ignores`` log line (added, removed); the count says the rest.
+LOGGED_CHANGES = 20
 
 _Signature = tuple[int, int, int] | None
 
@@ -187,17 +191,25 @@ class LiveControl:
 
     def load(self) -> None:
         """Read both files now (before the first lease)."""
-        self._look()
+        self._ignores_seen = _signature(self._ignores_path)
+        self._apply_ignores(self._parse_ignores(self._ignores_seen))
+        self._look_at_control()
 
     @property
     def paused(self) -> bool:
         return self.gate.paused
 
     async def watch(self, interval: float = POLL_SECONDS) -> None:
-        """Look at the files every ``interval`` seconds until cancelled."""
+        """Look at the files every ``interval`` seconds until cancelled. A changed ``ignores``
+        is read and compiled on a thread: a file of 100,000 lines, rewritten whole, must not
+        stop the workers while it compiles."""
         while True:
             await asyncio.sleep(interval)
-            self._look()
+            signature = _signature(self._ignores_path)
+            if signature != self._ignores_seen:
+                self._ignores_seen = signature
+                self._apply_ignores(await asyncio.to_thread(self._parse_ignores, signature))
+            self._look_at_control()
             if self.additions is not None:
                 await self.additions.take()
             try:
@@ -213,11 +225,7 @@ class LiveControl:
                     source="another process of the crawl",
                 )
 
-    def _look(self) -> None:
-        signature = _signature(self._ignores_path)
-        if signature != self._ignores_seen:
-            self._ignores_seen = signature
-            self._reload_ignores(signature is not None)
+    def _look_at_control(self) -> None:
         signature = _signature(self._control_path)
         if signature != self._control_seen:
             self._control_seen = signature
@@ -248,14 +256,22 @@ class LiveControl:
             self._log.warning("control-unreadable", file=str(path), error=str(exc))
             return None
 
-    def _reload_ignores(self, exists: bool) -> None:
-        if not exists:
-            ignores: Ignores = NO_IGNORES
-        else:
-            text = self._read(self._ignores_path)
-            if text is None:
-                return  # unreadable for now: the previous patterns stay
-            ignores = parse_ignores(text)
+    def _parse_ignores(self, signature: _Signature) -> Ignores | str:
+        """The new version of the ignores (compiled incrementally from the current one), or
+        why the file cannot be read (the current patterns then stay). No logging here: this
+        runs on a thread."""
+        if signature is None:
+            return NO_IGNORES
+        try:
+            text = self._ignores_path.read_text(encoding="utf-8")
+        except (OSError, UnicodeDecodeError) as exc:
+            return str(exc)
+        return parse_ignores(text, previous=self.exclusions.ignores)
+
+    def _apply_ignores(self, ignores: Ignores | str) -> None:
+        if isinstance(ignores, str):
+            self._log.warning("control-unreadable", file=str(self._ignores_path), error=ignores)
+            return
         for error in ignores.errors:
             self._log.warning(
                 "ignores-invalid",
@@ -263,9 +279,17 @@ class LiveControl:
                 error=error,
                 note="this line is left out; the others apply",
             )
-        if ignores.patterns != self.exclusions.ignores.patterns or ignores.errors:
+        current = self.exclusions.ignores
+        if ignores.patterns != current.patterns or ignores.errors:
             self.exclusions.replace(ignores)
-            self._log.info("ignores", file=str(self._ignores_path), patterns=list(ignores.patterns))
+            before, now = set(current.patterns), set(ignores.patterns)
+            self._log.info(
+                "ignores",
+                file=str(self._ignores_path),
+                patterns=len(ignores.patterns),
+                added=[p for p in ignores.patterns if p not in before][:LOGGED_CHANGES],
+                removed=[p for p in current.patterns if p not in now][:LOGGED_CHANGES],
+            )
 
     def _reload_control(self, exists: bool) -> None:
         if not exists:
@@ -397,6 +421,11 @@ def check_additions(crawl_dir: Path, given: list[str]) -> list[str]:
     settings = recorded_settings(status.get("settings") or {}, base)
     seeds = crawl_seeds(settings)
     scope = crawl_scope(settings, tuple(seed.url for seed in seeds), seeds)
+    if settings.seeds_file is not None and settings.seeds_file.is_file():
+        rest = SeedsFile(settings.seeds_file, settings)  # every seed's site is in scope
+        rest.open()
+        for batch in rest:
+            scope.add_seeds(batch.seeds)
     exclusions = Exclusions(compile_patterns(scope.exclusions()))
     if layout.ignores.exists():
         exclusions.replace(parse_ignores(layout.ignores.read_text(encoding="utf-8")))

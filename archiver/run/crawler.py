@@ -17,17 +17,17 @@ with a clear error instead of hanging it: every lease is always handed back with
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import os
-import shutil
 import time
 import traceback
 from collections.abc import Callable
 from typing import IO, Any, Protocol
 
 from archiver.config.assemble import check_browser, cookie_file, wacz_signer
-from archiver.config.seeds import crawl_seeds
 from archiver.config.settings import Settings
-from archiver.errors import ArchiverError, FrontierError, OutputError, WriteError
+from archiver.dedup.previous import PreviousCrawls
+from archiver.errors import ArchiverError, FrontierError, OutputError, StateError, WriteError
 from archiver.fetch.cookiestxt import CookieLine
 from archiver.frontier import Backend
 from archiver.frontier.base import CrawlQueue, Lease
@@ -36,8 +36,8 @@ from archiver.pipeline.capture import Capturer
 from archiver.pipeline.counters import CrawlStats
 from archiver.pipeline.outcomes import WORKER_NAME
 from archiver.pipeline.pipeline import Pipeline
-from archiver.policy.seeds import Seed
 from archiver.run import finish, wiring
+from archiver.run.disk import DiskGuard, Reserve
 from archiver.run.finish import CrawlResult
 from archiver.run.output import (
     STATUS_COMPLETED,
@@ -46,9 +46,12 @@ from archiver.run.output import (
     STATUS_LIMIT,
     Layout,
     OutputLock,
+    RunStart,
     write_status,
 )
-from archiver.run.stats import SNAPSHOT_HOSTS, TOP_HOSTS, BrowserSnapshot, Snapshot
+from archiver.run.seeds import SeedsFile, StartingSeeds, starting_seeds
+from archiver.run.state import CRAWL_KEY, check_state, new_identity, record_settled, stamp
+from archiver.run.stats import SNAPSHOT_HOSTS, TOP_HOSTS, BrowserSnapshot, Snapshot, Summary
 from archiver.sign.signer import Signer
 from archiver.timefmt import Clock, utcnow
 
@@ -123,6 +126,9 @@ class Crawler:
         #: workers waiting in the frontier's ``get``, and those a pause interrupted there
         self._waiting: set[asyncio.Task[Any]] = set()
         self._interrupted: set[asyncio.Task[Any]] = set()
+        self._loop: asyncio.AbstractEventLoop | None = None
+        self._seeds_file: SeedsFile | None = None
+        self._run: wiring.Run | None = None
         self._signer: Signer | None = None
 
     # -- control ----------------------------------------------------------------------------
@@ -138,6 +144,8 @@ class Crawler:
         self._stopping = True
         if immediate:
             self._immediate = True
+        if self.stages is not None and self.stages.frontier is not None:
+            self.stages.frontier.stop_waiting()  # an outage of its backend ends the wait
         if self._stop_event is not None:
             self._stop_event.set()
 
@@ -182,19 +190,23 @@ class Crawler:
     async def run(self) -> CrawlResult:
         """Run the crawl to completion, a limit, a stop request or a fatal error."""
         self._stop_event = asyncio.Event()
-        seeds = crawl_seeds(self.settings)  # a bad seed is a usage error, first
+        self._loop = asyncio.get_running_loop()
+        start_seeds = starting_seeds(self.settings)  # a bad seed is a usage error, first
+        self._seeds_file = start_seeds.file
         self._cookies = cookie_file(self.settings)  # a bad file is a usage error, before output
         self._signer = wacz_signer(self.settings)  # so is an unusable signing key
-        check_browser(self.settings, seeds)  # Chromium missing: a usage error, before output
+        check_browser(self.settings, start_seeds.seeds)  # no Chromium: a usage error, first
         self.layout.root.mkdir(parents=True, exist_ok=True)
         lock = OutputLock(self.layout.lock_file)
         lock.acquire()
         try:
-            return await self._run_locked(seeds)
+            return await self._run_locked(start_seeds)
         finally:
             lock.release()
+            if self._seeds_file is not None:
+                self._seeds_file.close()
 
-    async def _run_locked(self, seeds: tuple[Seed, ...]) -> CrawlResult:
+    async def _run_locked(self, start_seeds: StartingSeeds) -> CrawlResult:
         settings, layout = self.settings, self.layout
         start, previous = await wiring.open_output(settings, layout)
         patching = self._patch is not None
@@ -202,34 +214,40 @@ class Crawler:
             if previous is not None:
                 await previous.close()
             return finish.already_completed(layout)
-        write_status(layout, start.status)
-        crawl_log = wiring.open_log(settings, layout, self.options.console)
-        stages = self.stages = wiring.Stages(
-            crawl_log,
-            crawl_log.bind(),
-            previous=previous,
-            frontier=self.options.backend.frontier if self.options.backend else None,
-        )
-        run = wiring.Run(
+        try:
+            stages = self.stages = self._first_writes(start, previous)
+        except (OSError, OutputError, StateError) as exc:
+            if previous is not None:
+                await previous.close()
+            if isinstance(exc, StateError):
+                raise  # nothing was written: a state that disagrees is left as it is
+            why = str(exc) if isinstance(exc, OutputError) else _cannot_write(exc)
+            return finish.not_started(layout, start.status, why, resumed=start.resumed)
+        run = self._run = wiring.Run(
             settings,
             layout,
-            tuple(seed.url for seed in seeds),
+            tuple(seed.url for seed in start_seeds.seeds),
             self.stats,
             start.resumed,
             self.process_id,
             cookie_file=self._cookies,
             signer=self._signer,
-            seed_rules=tuple(seed for seed in seeds if seed.spec is not None),
+            seed_rules=tuple(seed for seed in start_seeds.seeds if seed.spec is not None),
+            state=start.status,
         )
         status: str = STATUS_FAILED
         reason: str | None = "not started"
         try:
-            self._check_disk(at_start=True)
+            self._check_space(stages, at_start=True)
             await wiring.assemble(run, stages, self.options)
+            self._stamp(start.status)
             assert stages.pipeline is not None
             if self._patch is not None:
+                self._seeds_file = None  # a patch run fetches its patches, not the seeds
                 await stages.pipeline.put(list(self._patch))
             else:
+                self._invalid_seeds(start_seeds.invalid)
+                self.stats.seeds = len(run.seeds)
                 await stages.pipeline.put(wiring.seed_items(run, stages.sitemaps))
             await self._take_additions()  # what the operator added while the crawl was stopped
             status, reason = await self._crawl()
@@ -241,7 +259,70 @@ class Crawler:
             status, reason = await finish.finish(
                 run, stages, status, reason, immediate=self._immediate
             )
+        self._record_figures()
+        assert stages.guard is not None
+        if stages.guard.check_held() is not None:
+            return finish.unrecorded_result(layout, status, reason, resumed=run.resumed)
+        if self._own_sqlite:
+            stamp(layout, start.status)
         return finish.crawl_result(layout, status, reason, start.status, resumed=run.resumed)
+
+    @property
+    def _own_directory(self) -> bool:
+        """The crawl directory is this process's alone (not one of a shared crawl)."""
+        return self.process_id is None
+
+    @property
+    def _own_sqlite(self) -> bool:
+        """The crawl's frontier is its own SQLite database (what :mod:`archiver.run.state`
+        cross-checks)."""
+        return self.settings.frontier == "sqlite" and self.process_id is None
+
+    def _first_writes(self, start: RunStart, previous: PreviousCrawls | None) -> wiring.Stages:
+        """The state checked (a resumed crawl's), then the run's first writes: crawl.json, the
+        reserve, the log. A disk already full stops here (OSError, OutputError), before
+        anything else; a state that disagrees with itself before even these (StateError)."""
+        layout = self.layout
+        if self._own_sqlite and start.resumed:
+            check_state(layout, start.status)
+        start.status.setdefault(CRAWL_KEY, new_identity())
+        reserve = Reserve(layout)
+        try:
+            write_status(layout, start.status)
+            reserve.hold()
+            crawl_log = wiring.open_log(
+                self.settings, layout, self.options.console, on_failure=self._log_failed
+            )
+        except BaseException:
+            reserve.release()
+            raise
+        return wiring.Stages(
+            crawl_log,
+            crawl_log.bind(),
+            previous=previous,
+            frontier=self.options.backend.frontier if self.options.backend else None,
+            guard=DiskGuard(layout, self.settings.min_free_disk),
+            reserve=reserve,
+        )
+
+    def _stamp(self, state: dict[str, Any]) -> None:
+        """What the frontier database settled into crawl.json, once the frontier is open and
+        repaired (:func:`archiver.run.state.record_settled`)."""
+        if not self._own_sqlite:
+            return
+        record_settled(self.layout, state)
+        try:
+            write_status(self.layout, state)
+        except OSError as exc:
+            raise OutputError(f"crawl.json: {_cannot_write(exc)}") from None
+
+    def _log_failed(self, exc: OSError) -> None:
+        """The crawl log cannot be written (a full disk): stop, resumably. Called from whatever
+        was logging, maybe not on the event loop's thread."""
+        if self._loop is not None:
+            self._loop.call_soon_threadsafe(
+                self._stop, STATUS_INTERRUPTED, f"crawl log: {_cannot_write(exc)}"
+            )
 
     async def _crawl(self) -> tuple[str, str | None]:
         """Workers until the frontier joins (every URL done), a stop request, or a bug."""
@@ -278,9 +359,13 @@ class Crawler:
         return self._final or (STATUS_COMPLETED, None)
 
     async def _all_done(self) -> None:
-        """Every URL done, and none added by the operator meanwhile (a file of added URLs
-        that came in after the last look is taken before the crawl calls itself done)."""
+        """Every seed fed (a seeds file is fed while the workers run: the frontier may empty
+        meanwhile), then every URL done, and none added by the operator meanwhile (a file of
+        added URLs that came in after the last look is taken before the crawl calls itself
+        done)."""
         assert self.stages is not None and self.stages.frontier is not None
+        if self._seeds_file is not None and not self._seeds_file.done:
+            await self._feed_seeds(self._seeds_file)
         while True:
             await self.stages.frontier.join()
             if not await self._take_additions():
@@ -291,6 +376,32 @@ class Crawler:
         if control is None or control.additions is None:
             return 0
         return await control.additions.take()
+
+    async def _feed_seeds(self, file: SeedsFile) -> None:
+        """The rest of the seeds file, one batch per turn of the event loop (a batch takes
+        tens of milliseconds: signals and limits are answered between two), until it ends or
+        the crawl stops."""
+        assert self.stages is not None and self._run is not None
+        for batch in file:
+            if self._stopping:
+                break
+            self._invalid_seeds(batch.invalid)
+            if batch.seeds:
+                await wiring.more_seeds(self._run, self.stages, batch.seeds)
+                self.stats.seeds += len(batch.seeds)
+            await asyncio.sleep(0)
+
+    def _invalid_seeds(self, invalid: list[tuple[int, str, str]]) -> None:
+        assert self.stages is not None
+        for line, text, why in invalid:
+            self.stages.log.warning(
+                "seed-invalid",
+                file=str(self.settings.seeds_file),
+                line=line,
+                seed=text,
+                error=why,
+                note="this line is left out; the others are crawled",
+            )
 
     async def _drain_workers(self, workers: list[asyncio.Task[None]]) -> None:
         """Graceful stop: let busy workers finish their fetch, within the grace period."""
@@ -304,35 +415,58 @@ class Crawler:
             await asyncio.wait(alive, timeout=min(0.1, max(deadline - time.monotonic(), 0)))
 
     async def _monitor(self) -> None:
-        """Time limit and free disk space, checked every couple of seconds; committed WARC
-        files sealed as they are."""
-        assert self.stages is not None
+        """Time limit, the output directory and free disk space, checked every couple of
+        seconds (the writer checks the directory and the space before every batch too);
+        committed WARC files sealed as they are."""
+        assert self.stages is not None and self.stages.guard is not None
+        guard = self.stages.guard
         limit = self.settings.max_duration
         while True:
-            await asyncio.sleep(
-                DISK_CHECK_SECONDS if limit is None else min(DISK_CHECK_SECONDS, limit)
-            )
+            wait = DISK_CHECK_SECONDS
+            if limit is not None:  # wake when the limit is reached, not up to a check later
+                wait = min(wait, max(limit - self.stats.elapsed, 0.0))
+            await asyncio.sleep(wait)
             if limit is not None and self.stats.elapsed >= limit:
                 self._stop(STATUS_LIMIT, f"max-duration of {limit:g} s reached")
                 return
+            lost = guard.check_held()
+            if lost is not None:  # whatever is in flight would be written into nothing
+                self.stages.log.error("output-lost", error=lost)
+                self._stop(STATUS_INTERRUPTED, lost, immediate=True)
+                return
             try:
-                self._check_disk()
+                self._check_space(self.stages)
             except OutputError as exc:
                 self.stages.log.error("disk-space", error=str(exc))
                 self._stop(STATUS_INTERRUPTED, str(exc))
                 return
             await finish.seal_committed(self.stages)
+            self._checkpoint()
 
-    def _check_disk(self, *, at_start: bool = False) -> None:
-        floor = self.settings.min_free_disk
-        if floor is None:
+    def _record_figures(self) -> None:
+        """This run's figures so far, in its entry of crawl.json's runs."""
+        run, stages = self._run, self.stages
+        if run is None or not isinstance(run.state.get("runs"), list) or not run.state["runs"]:
             return
-        free = shutil.disk_usage(self.layout.root).free
-        if free < floor:
-            raise OutputError(
-                f"only {free / 1e9:.2f} GB free in {self.layout.root} "
-                f"(--min-free-disk {floor / 1e9:.2f} GB){'; not starting' if at_start else ''}"
-            )
+        if stages is not None and stages.writer is not None:
+            self.stats.bytes_written = stages.writer.stats.bytes
+        run.state["runs"][-1].update(finish.run_figures(Summary.counted(self.stats)))
+
+    def _checkpoint(self) -> None:
+        """The figures into crawl.json every couple of seconds (not fsynced: a kill -9 keeps
+        them, a power cut may lose the last ones): a run killed before it wrote its summary is
+        still counted by the next one (:meth:`archiver.run.stats.Summary.across_runs`)."""
+        self._record_figures()
+        if self._run is not None and self._own_directory:
+            with contextlib.suppress(OSError):
+                write_status(self.layout, self._run.state, fsync=False)
+
+    @staticmethod
+    def _check_space(stages: wiring.Stages, *, at_start: bool = False) -> None:
+        assert stages.guard is not None
+        low = stages.guard.check_space(at_start=at_start)
+        if low is not None:
+            raise OutputError(low)
 
     # -- one worker -------------------------------------------------------------------------
 
@@ -372,6 +506,10 @@ class Crawler:
             self._waiting.add(task)
             try:
                 lease = await frontier.get()
+            except FrontierError as exc:  # the backend failed, or is gone while stopping
+                self._stop(STATUS_INTERRUPTED, str(exc))
+                self.stages.log.error("frontier-error", error=str(exc))
+                return None
             except asyncio.CancelledError:
                 if task not in self._interrupted:
                     raise
@@ -427,10 +565,17 @@ class Crawler:
             self._busy -= 1
 
 
+def _cannot_write(exc: OSError) -> str:
+    """``cannot write PATH: No space left on device``."""
+    where = f" {exc.filename}" if exc.filename else ""
+    return f"cannot write{where}: {exc.strerror or exc}"
+
+
 def _captured(url: str, result: TaskResult, capturer: Capturer) -> bool:
     """Whether the lease's own URL is in the archive: done, or a response written for it
-    whatever followed (a page the browser then failed to load is still captured)."""
-    if result.outcome is Outcome.DONE:
+    whatever followed (a page the browser then failed to load is still captured), or recalled
+    from an earlier try's capture."""
+    if result.outcome is Outcome.DONE or capturer.lease_recalled:
         return True
     return any(c.primary is not None and c.primary.target_uri == url for c in capturer.captures)
 

@@ -46,7 +46,7 @@ from archiver.run.output import (
     write_status,
 )
 from archiver.run.resume import close_abandoned
-from archiver.run.stats import Summary
+from archiver.run.stats import SUMMARY_SEEDS, RunEntry, Summary
 from archiver.run.wiring import Run, Stages
 from archiver.sign.check import Identity
 from archiver.sign.signer import Signer, SigningAttempt
@@ -178,13 +178,25 @@ async def finish(
     run: Run, stages: Stages, status: str, reason: str | None, *, immediate: bool
 ) -> tuple[str, str | None]:
     """Stop every stage in reverse order, then write the index, the WACZ and the summary.
-    Returns the final status and reason (a failure while finishing can still change them)."""
+    Returns the final status and reason (a failure while finishing can still change them).
+
+    Nothing is written into a crawl directory that is no longer the run's (removed, replaced,
+    unmounted: :class:`archiver.run.disk.DiskGuard`). A write that fails here (a full disk)
+    makes a finished run an interrupted one, which the same command finishes once there is
+    room; the first reason a run stopped for is the one it keeps."""
+    if stages.reserve is not None:
+        stages.reserve.release()  # room for the last words on a full disk
     await _close_browser(stages)
     status, reason = await _close_writer(run, stages, status, reason, immediate=immediate)
     await _close_stages(stages)
     save_cookies(run, stages)
+    lost = stages.guard.check_held() if stages.guard is not None else None
+    if lost is not None:
+        stages.log.error("output-lost", error=lost)
+        stages.crawl_log.close()
+        return _worse(status, reason, lost, always=True)
     last = stages.is_last()  # the last process of a shared crawl merges and packages
-    status, reason = _write_index(run, last, status, reason)
+    status, reason = _write_index(run, stages, last, status, reason)
     packaged = Packaged()
     if wants_wacz(run.settings) and status in (STATUS_COMPLETED, STATUS_LIMIT) and last:
         # only a finished crawl is packaged (`archiver wacz DIR` packages any crawl later)
@@ -195,11 +207,33 @@ async def finish(
             status, reason = STATUS_FAILED, f"the WACZ is unsigned: {packaged.signing_error}"
     summary = crawl_summary(run, stages, status, reason)
     summary = packaged.added_to(summary)
-    with contextlib.suppress(OSError):
+    try:
         write_json_atomic(run.layout.summary, summary.to_json())
+    except OSError as exc:
+        stages.log.error("summary-error", error=_cannot_write(exc))
+        status, reason = _worse(status, reason, f"summary: {_cannot_write(exc)}")
     log_end(stages.log, summary)
     stages.crawl_log.close()
+    failure = stages.crawl_log.failure
+    if failure is not None:
+        status, reason = _worse(status, reason, f"crawl log: {_cannot_write(failure)}")
     return status, reason
+
+
+def _worse(
+    status: str, reason: str | None, problem: str, *, always: bool = False
+) -> tuple[str, str | None]:
+    """A run that was to end well is interrupted by ``problem``; one that already stopped
+    keeps its first reason (``always``: the problem is the reason whatever it was)."""
+    if always or status in (STATUS_COMPLETED, STATUS_LIMIT):
+        return STATUS_INTERRUPTED, problem
+    return status, reason
+
+
+def _cannot_write(exc: OSError) -> str:
+    """``cannot write PATH: No space left on device``."""
+    where = f" {exc.filename}" if exc.filename else ""
+    return f"cannot write{where}: {exc.strerror or exc}"
 
 
 async def _close_browser(stages: Stages) -> None:
@@ -268,14 +302,20 @@ def save_cookies(run: Run, stages: Stages) -> None:
         stages.log.info("cookies-saved", path=str(path), cookies=len(cookies.jar))
 
 
-def _write_index(run: Run, last: bool, status: str, reason: str | None) -> tuple[str, str | None]:
+def _write_index(
+    run: Run, stages: Stages, last: bool, status: str, reason: str | None
+) -> tuple[str, str | None]:
     layout = run.layout
     if not layout.journals.exists():
         return status, reason
     try:
         crawl_index(layout, last=last, cdx11=run.settings.cdx11)
-    except (OSError, ArchiverError) as exc:
-        return STATUS_INTERRUPTED, f"writing the index failed: {exc}"
+    except OSError as exc:
+        stages.log.error("index-error", error=_cannot_write(exc))
+        return _worse(status, reason, f"writing the index failed: {_cannot_write(exc)}")
+    except ArchiverError as exc:
+        stages.log.error("index-error", error=str(exc))
+        return _worse(status, reason, f"writing the index failed: {exc}")
     return status, reason
 
 
@@ -388,7 +428,42 @@ def log_end(log: Any, summary: Summary) -> None:
 
 
 def crawl_summary(run: Run, stages: Stages, status: str, reason: str | None) -> Summary:
-    """summary.json: the counters, how the run ended, and what it wrote."""
+    """summary.json: the counters, how the run ended, and what it wrote; for a crawl directory
+    of its own, the whole crawl across its runs (:meth:`Summary.across_runs`). A process of a
+    shared crawl writes this run's figures, which its supervisor or the report adds up."""
+    this_run = _run_summary(run, stages, status, reason)
+    if run.process_id is not None:
+        return this_run
+    return this_run.across_runs(earlier_summary(run.layout), run_history(run.state))
+
+
+def earlier_summary(layout: Layout) -> Summary | None:
+    """What summary.json said before this run (None without one)."""
+    written = read_json(layout.summary)
+    return Summary.from_json(written) if written else None
+
+
+def run_history(state: Mapping[str, Any]) -> list[RunEntry]:
+    """The crawl's runs before this one as crawl.json records them (the last is this one)."""
+    runs = state.get("runs")
+    if not isinstance(runs, list):
+        return []
+    return [RunEntry.from_json(entry) for entry in runs[:-1] if isinstance(entry, Mapping)]
+
+
+def run_figures(summary: Summary) -> dict[str, Any]:
+    """The figures crawl.json keeps for a run (:class:`RunEntry`'s)."""
+    entry = RunEntry.of(summary)
+    return {
+        "duration_seconds": entry.duration_seconds,
+        "captures": entry.captures,
+        "pages": entry.pages,
+        "bytes_received": entry.bytes_received,
+        "bytes_written": entry.bytes_written,
+    }
+
+
+def _run_summary(run: Run, stages: Stages, status: str, reason: str | None) -> Summary:
     layout, previous = run.layout, stages.previous
     frontier_stats = stages.frontier.statistics() if stages.frontier is not None else None
     seed_name = stages.scope.table.url if stages.scope is not None else lambda _: None
@@ -398,7 +473,7 @@ def crawl_summary(run: Run, stages: Stages, status: str, reason: str | None) -> 
         reason=reason,
         output=str(layout.root),
         resumed=run.resumed,
-        seeds=run.seeds,
+        seeds=run.seeds[:SUMMARY_SEEDS],
         warc_files=tuple(str(p.relative_to(layout.root)) for p in warc_files(layout.warcs)),
         index=str(layout.index.relative_to(layout.root)),
         wacz=layout.wacz.name if layout.wacz.exists() else None,
@@ -427,18 +502,47 @@ def crawl_summary(run: Run, stages: Stages, status: str, reason: str | None) -> 
 
 
 def crawl_result(
-    layout: Layout, status: str, reason: str | None, state: dict[str, Any], *, resumed: bool
+    layout: Layout,
+    status: str,
+    reason: str | None,
+    state: dict[str, Any],
+    *,
+    resumed: bool,
 ) -> CrawlResult:
-    """Record how the run ended in crawl.json, and say what it left."""
+    """Record how the run ended in crawl.json, and say what it left. A crawl.json that cannot
+    be written leaves the run interrupted whatever it did (it says "running": the next run
+    resumes and records the end)."""
     finish_status(state, status, reason)
+    try:
+        write_status(layout, state)
+    except OSError as exc:
+        status, reason = _worse(status, reason, f"crawl.json: {_cannot_write(exc)}")
+    return unrecorded_result(layout, status, reason, resumed=resumed)
+
+
+def not_started(
+    layout: Layout, state: dict[str, Any], reason: str, *, resumed: bool
+) -> CrawlResult:
+    """A run that could not start writing (the disk full already): interrupted, with the
+    reason in crawl.json when it can be written there."""
+    finish_status(state, STATUS_INTERRUPTED, reason)
     with contextlib.suppress(OSError):
         write_status(layout, state)
+    return unrecorded_result(layout, STATUS_INTERRUPTED, reason, resumed=resumed)
+
+
+def unrecorded_result(
+    layout: Layout, status: str, reason: str | None, *, resumed: bool
+) -> CrawlResult:
+    """What the run left, without a word written into the directory (the crawl directory is
+    not the run's any more: nothing may be written into what replaced it)."""
+    files = warc_files(layout.warcs) if layout.warcs.is_dir() else []
     return CrawlResult(
         status=status,
         reason=reason,
         output=layout.root,
         resumed=resumed,
-        warc_files=warc_files(layout.warcs),
+        warc_files=files,
         index=layout.index if layout.index.exists() else None,
         cdx11=layout.cdx11 if layout.cdx11.exists() else None,
         wacz=layout.wacz if layout.wacz.exists() else None,
@@ -599,9 +703,11 @@ __all__ = [
     "index_paths",
     "log_end",
     "merge_index",
+    "not_started",
     "package_crawl",
     "package_signed",
     "seal_committed",
+    "unrecorded_result",
     "verdict",
     "write_package",
 ]

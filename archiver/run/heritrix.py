@@ -35,6 +35,7 @@ from pathlib import Path
 from types import TracebackType
 from typing import IO, Any, Self
 
+from archiver import atomicfile
 from archiver.run.output import cut_torn_line
 from archiver.timefmt import parse_w3c_datetime, rfc3339_millis, timestamp17
 
@@ -219,9 +220,9 @@ class HeritrixLog:
         return True
 
     def close(self) -> None:
-        if self._file is not None:
-            self._file.close()
-            self._file = None
+        file, self._file = self._file, None
+        if file is not None:
+            file.close()  # a full disk raises here; the file is given up all the same
 
     def __enter__(self) -> Self:
         return self
@@ -250,11 +251,15 @@ def events_from_jsonl(lines: Iterable[str]) -> Iterable[dict[str, Any]]:
 def convert(jsonl: Path, output: Path) -> int:
     """Write ``output`` (a crawl.log) from a crawl's ``crawl.log.jsonl``; returns the lines
     written. For crawls run without ``--heritrix-log``."""
-    tmp = output.with_name(output.name + ".tmp")
+    tmp = atomicfile.tmp_path(output)
     tmp.unlink(missing_ok=True)
-    with open(jsonl, encoding="utf-8") as src, HeritrixLog(tmp) as log:
-        for event in events_from_jsonl(src):
-            log.write_event(event)
-        count = log.lines
-    tmp.replace(output)
+    try:
+        with open(jsonl, encoding="utf-8") as src, HeritrixLog(tmp) as log:
+            for event in events_from_jsonl(src):
+                log.write_event(event)
+            count = log.lines
+        tmp.replace(output)
+    except BaseException:
+        tmp.unlink(missing_ok=True)
+        raise
     return count

@@ -15,10 +15,11 @@ BENCHMARKS.md) for a console that a quiet crawl never writes to.
 
 from __future__ import annotations
 
+import contextlib
 import sys
 import threading
 import time
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import IO, Any
 
@@ -42,6 +43,12 @@ class _TeeLogger:
 
     ``console_level`` None means nothing goes to the console (the progress display and the
     summary speak there instead).
+
+    A log file that cannot be written (a full disk, an I/O error) is given up: the error is
+    kept in ``failure``, ``on_failure`` is told once (the crawl stops, resumably: its records
+    are in the WARC files and the frontier, not in the log), and later events are dropped
+    instead of raising out of whatever was logging. A console that cannot be written (the
+    terminal is gone) is given up silently.
     """
 
     def __init__(
@@ -50,8 +57,10 @@ class _TeeLogger:
         console: IO[str] | None,
         console_level: int | None,
         heritrix: Path | None = None,
+        on_failure: Callable[[OSError], None] | None = None,
     ):
         torn = cut_torn_line(path) if path else 0
+        self._path = path
         self._file: IO[str] | None = open(path, "a", encoding="utf-8") if path else None  # noqa: SIM115
         self._console = console
         self._console_level = console_level
@@ -59,6 +68,9 @@ class _TeeLogger:
         self._lock = threading.Lock()
         #: --heritrix-log: the same events as crawl.log lines (fetch and some skip events)
         self._heritrix = HeritrixLog(heritrix) if heritrix is not None else None
+        self._on_failure = on_failure
+        #: why the log file (or crawl.log) could not be written, once it could not
+        self.failure: OSError | None = None
         if torn:  # an earlier run was killed mid-line; its fragment is gone, say so
             self.log(
                 {"event": "log-repaired", "removed_bytes": torn, "level": "warning",
@@ -68,34 +80,68 @@ class _TeeLogger:
     def log(self, event_dict: dict[str, Any]) -> None:
         line = orjson.dumps(event_dict, default=str).decode("utf-8")
         with self._lock:
-            if self._file is not None:
-                self._file.write(line + "\n")
-            if self._heritrix is not None:
-                self._heritrix.write_event(event_dict)
+            try:
+                if self._file is not None:
+                    self._file.write(line + "\n")
+                if self._heritrix is not None:
+                    self._heritrix.write_event(event_dict)
+            except OSError as exc:
+                self._give_up(exc)
             level = LEVELS.get(str(event_dict.get("level", "info")), 20)
             console, threshold = self._console, self._console_level
             if console is not None and threshold is not None and level >= threshold:
-                if self._renderer is None:
-                    import structlog.dev  # noqa: PLC0415 - slow import, rarely needed
+                self._show(console, event_dict)
 
-                    self._renderer = structlog.dev.ConsoleRenderer(colors=console.isatty())
-                shown = dict(event_dict)
-                shown.pop("timestamp", None)
-                console.write(str(self._renderer(None, "", shown)) + "\n")
+    def _show(self, console: IO[str], event_dict: dict[str, Any]) -> None:
+        if self._renderer is None:
+            import structlog.dev  # noqa: PLC0415 - slow import, rarely needed
+
+            self._renderer = structlog.dev.ConsoleRenderer(colors=console.isatty())
+        shown = dict(event_dict)
+        shown.pop("timestamp", None)
+        try:
+            console.write(str(self._renderer(None, "", shown)) + "\n")
+        except (OSError, ValueError):  # the terminal hung up, or stderr was closed
+            self._console = None
+
+    def _give_up(self, exc: OSError) -> None:
+        """Stop writing the files (with the lock held); tell ``on_failure`` once."""
+        failure = self.failure
+        first = failure is None
+        if failure is None:
+            where = exc.filename or (str(self._path) if self._path else None)
+            failure = self.failure = OSError(exc.errno, exc.strerror or str(exc), where)
+        for close in (self._close_file, self._close_heritrix):
+            with contextlib.suppress(OSError):
+                close()
+        if first and self._on_failure is not None:
+            self._on_failure(failure)
+
+    def _close_file(self) -> None:
+        file, self._file = self._file, None
+        if file is not None:
+            file.close()  # when its last flush fails, the file is closed all the same
+
+    def _close_heritrix(self) -> None:
+        heritrix, self._heritrix = self._heritrix, None
+        if heritrix is not None:
+            heritrix.close()
 
     def flush(self) -> None:
         with self._lock:
-            if self._file is not None:
-                self._file.flush()
+            try:
+                if self._file is not None:
+                    self._file.flush()
+            except OSError as exc:
+                self._give_up(exc)
 
     def close(self) -> None:
         with self._lock:
-            if self._file is not None:
-                self._file.close()
-                self._file = None
-            if self._heritrix is not None:
-                self._heritrix.close()
-                self._heritrix = None
+            try:
+                self._close_file()
+                self._close_heritrix()
+            except OSError as exc:
+                self._give_up(exc)
 
 
 class BoundLog:
@@ -144,9 +190,10 @@ class CrawlLog:
         console: IO[str] | None = None,
         console_level: str | None = None,
         heritrix: Path | None = None,
+        on_failure: Callable[[OSError], None] | None = None,
     ) -> None:
         self._tee = _TeeLogger(
-            path, console, LEVELS[console_level] if console_level else None, heritrix
+            path, console, LEVELS[console_level] if console_level else None, heritrix, on_failure
         )
         self.logger = BoundLog(self._tee)
 
@@ -162,11 +209,26 @@ class CrawlLog:
         fields["timestamp"] = _iso_now()
         self._tee.log(fields)
 
+    @property
+    def failure(self) -> OSError | None:
+        """Why the log file could not be written, once it could not (see :class:`_TeeLogger`)."""
+        return self._tee.failure
+
     def flush(self) -> None:
         self._tee.flush()
 
     def close(self) -> None:
         self._tee.close()
+
+
+def console_level(*, quiet: bool = False, verbose: int = 0) -> str:
+    """What a crawl shows on the console: errors with ``--quiet``, warnings by default,
+    everything with ``-v`` (``-vv``: debug too)."""
+    if quiet:
+        return "error"
+    if verbose >= 2:
+        return "debug"
+    return "info" if verbose == 1 else "warning"
 
 
 def crawl_logger(
@@ -178,13 +240,9 @@ def crawl_logger(
     heritrix: Path | None = None,
 ) -> CrawlLog:
     """The logger for one crawl: file always; console for warnings, or everything with -v."""
-    level: str | None
-    if quiet:
-        level = "error"
-    elif verbose >= 2:
-        level = "debug"
-    elif verbose == 1:
-        level = "info"
-    else:
-        level = "warning"
-    return CrawlLog(path, console=console or sys.stderr, console_level=level, heritrix=heritrix)
+    return CrawlLog(
+        path,
+        console=console or sys.stderr,
+        console_level=console_level(quiet=quiet, verbose=verbose),
+        heritrix=heritrix,
+    )

@@ -14,6 +14,8 @@
       state/cookies.txt        the cookie jar (a resumed crawl sends these; Redis keeps a
                                shared crawl's)
       state/lock               held while a run writes here
+      state/reserve            room kept for the last writes of a run on a full disk
+                               (:mod:`archiver.run.disk`), while a run writes here
       ignores                  the operator's: URL patterns to skip, re-read while the crawl
                                runs (archiver ignore DIR PATTERN appends one)
       control.toml             the operator's: per-host delay and concurrency, re-read while the
@@ -44,6 +46,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from archiver import atomicfile
 from archiver.errors import LockedError, OutputExistsError
 from archiver.timefmt import rfc3339_at
 
@@ -291,19 +294,15 @@ def cut_torn_line(path: Path) -> int:
         return 0
 
 
-def write_json_atomic(path: Path, data: Any) -> None:
-    tmp = path.with_name(path.name + ".tmp")
-    with open(tmp, "w", encoding="utf-8") as fh:
-        json.dump(data, fh, indent=2, sort_keys=False)
-        fh.write("\n")
-        fh.flush()
-        os.fsync(fh.fileno())
-    os.replace(tmp, path)
+def write_json_atomic(path: Path, data: Any, *, fsync: bool = True) -> None:
+    """``path`` replaced by ``data`` as JSON, whole or not at all (no ``.tmp`` left behind)."""
+    text = json.dumps(data, indent=2, sort_keys=False) + "\n"
+    atomicfile.write_text(path, text, fsync=fsync)
 
 
-def write_status(layout: Layout, data: dict[str, Any]) -> None:
+def write_status(layout: Layout, data: dict[str, Any], *, fsync: bool = True) -> None:
     layout.state.mkdir(parents=True, exist_ok=True)
-    write_json_atomic(layout.status_file, data)
+    write_json_atomic(layout.status_file, data, fsync=fsync)
 
 
 @dataclass(slots=True)
@@ -337,21 +336,12 @@ def prepare(
         _remove_owned(root)
         previous = None
     if previous is None:
-        others = (
-            [
-                p.name
-                for p in root.iterdir()
-                if p.name not in OPERATOR_FILES
-                and (p.name != "state" or any(c.name != "lock" for c in p.iterdir()))
-            ]
-            if root.exists()
-            else []
-        )
+        others = sorted(_files_in(root)) if root.exists() else []
         if layout.process is not None:  # the other processes of the crawl write here too
             others = [name for name in others if name not in _OWNED]
         if others:
             raise OutputExistsError(
-                f"{root} is not empty and holds no archiver crawl ({', '.join(sorted(others)[:5])}"
+                f"{root} is not empty and holds no archiver crawl ({', '.join(others[:5])}"
                 f"); choose another --output"
             )
     now = rfc3339_at(time.time())
@@ -377,6 +367,24 @@ def prepare(
     if processes > 1:
         status["processes"] = processes
     return RunStart(False, None, status)
+
+
+def _files_in(root: Path) -> set[str]:
+    """The names in ``root`` that hold something: the operator's files, ``state/lock`` and
+    empty directories do not count. So a directory whose ``warcs/`` or ``state/`` is a mount
+    point of its own (a volume for the WARC files) is still a new crawl's."""
+    found = set()
+    for path in root.iterdir():
+        if path.name in OPERATOR_FILES:
+            continue
+        if path.is_dir() and not path.is_symlink():
+            inside = [p for p in path.rglob("*") if not p.is_dir() or p.is_symlink()]
+            if path.name == "state":
+                inside = [p for p in inside if p != path / "lock"]
+            if not inside:
+                continue
+        found.add(path.name)
+    return found
 
 
 def _check_processes(root: Path, before: int, now: int) -> None:

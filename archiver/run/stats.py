@@ -28,7 +28,7 @@ from archiver.pipeline.counters import (
     SeedCounts,
     extractor_table,
 )
-from archiver.timefmt import rfc3339_at
+from archiver.timefmt import parse_w3c_datetime, rfc3339_at, utcnow
 
 #: name -> count: by status class, MIME type, host; failures and skips by reason
 Table = Mapping[str, int]
@@ -209,6 +209,53 @@ class Snapshot:
 
 
 @dataclass(frozen=True, slots=True)
+class RunEntry:
+    """One run of a crawl, as the crawl's summary lists its runs (``runs``)."""
+
+    started: str = ""
+    duration_seconds: float = 0.0
+    status: str | None = None
+    reason: str | None = None
+    resumed: bool = False
+    captures: int = 0
+    pages: int = 0
+    bytes_received: int = 0
+    bytes_written: int = 0
+
+    @classmethod
+    def of(cls, summary: Summary) -> RunEntry:
+        return cls(
+            started=summary.started,
+            duration_seconds=summary.duration_seconds,
+            status=summary.status,
+            reason=summary.reason,
+            resumed=summary.resumed,
+            captures=summary.captures,
+            pages=summary.pages,
+            bytes_received=summary.bytes_received,
+            bytes_written=summary.bytes_written,
+        )
+
+    @classmethod
+    def from_json(cls, data: Mapping[str, Any]) -> RunEntry:
+        return cls(
+            started=_str(data.get("started")) or "",
+            duration_seconds=_float(data.get("duration_seconds")),
+            status=_str(data.get("status")),
+            reason=_str(data.get("reason")),
+            resumed=data.get("resumed") is True,
+            captures=_int(data.get("captures")),
+            pages=_int(data.get("pages")),
+            bytes_received=_int(data.get("bytes_received")),
+            bytes_written=_int(data.get("bytes_written")),
+        )
+
+
+#: Seeds listed in ``summary.json`` at most (the rest are counted).
+SUMMARY_SEEDS = 100
+
+
+@dataclass(frozen=True, slots=True)
 class BrowserSummary:
     """What the browser did in a run that used one."""
 
@@ -361,7 +408,10 @@ class Summary:
     reason: str | None = None
     output: str | None = None
     resumed: bool = False
+    #: the first :data:`SUMMARY_SEEDS` seeds (a seeds file may hold millions: the summary
+    #: keeps their count, ``seeds_count``, not their list)
     seeds: tuple[str, ...] = ()
+    seeds_count: int = 0  #: seeds handed to the frontier by the run
     warc_files: tuple[str, ...] = ()
     index: str | None = None
     wacz: str | None = None
@@ -381,6 +431,8 @@ class Summary:
     processes: Mapping[str, Any] | None = None
     #: the totals of the latest replay check (``archiver qa``, written by :mod:`archiver.qa`)
     qa: Mapping[str, Any] | None = None
+    #: every run of the crawl, first to last (this one last); the figures above are their sum
+    runs: tuple[RunEntry, ...] = ()
 
     @classmethod
     def counted(
@@ -414,6 +466,7 @@ class Summary:
             captures_over_time=tuple(sorted(stats.per_second.items())),
             browser=BrowserSummary.of(stats.browser) if stats.browser is not None else None,
             by_seed=seed_figures(stats.by_seed, seed_name),
+            seeds_count=stats.seeds,
         )
 
     @classmethod
@@ -495,6 +548,46 @@ class Summary:
             by_seed=_top_seeds(row for s in summaries for row in s.by_seed),
             traps=_merged_traps(s.traps for s in whole),
             robots=_merged_robots([s.robots for s in whole if s.robots is not None]),
+            # every process feeds the whole seeds file (the shared frontier keeps each once)
+            seeds_count=max((s.seeds_count for s in summaries), default=0),
+        )
+
+    def across_runs(self, earlier: Summary | None, history: Sequence[RunEntry] = ()) -> Summary:
+        """The whole crawl: this run added to the ones before it, with the list of runs. How
+        the crawl stands (status, reason, files, seeds, …) is this run's; its figures are the
+        sum, so no rerun or resume lowers a count (a run that captures nothing adds nothing).
+
+        ``earlier`` is what summary.json said before this run (every earlier run that wrote
+        one, added up: its tables, its time series); ``history`` the earlier runs as
+        ``state/crawl.json`` records them, with the figures each reached (written at its end,
+        and every couple of seconds while it ran: a run killed before it wrote a summary is
+        counted there). The counts are the larger of the two sums, plus this run's."""
+        entry = RunEntry.of(self)
+        known = earlier if earlier is not None and (earlier.started or earlier.runs) else None
+        runs = tuple(history) or (known.runs or (RunEntry.of(known),) if known else ())
+        total = self
+        if known is not None:
+            total = Summary.merged(
+                [(0.0, known), (known.duration_seconds, self)],
+                started=_epoch(known.started),
+                duration=known.duration_seconds + self.duration_seconds,
+            )
+        counts: dict[str, Any] = {
+            f.name: getattr(total, f.name) for f in dataclasses.fields(Summary) if f.name in _SUMMED
+        }
+        for name in ("captures", "pages", "bytes_received", "bytes_written", "duration_seconds"):
+            before = max(sum(getattr(run, name) for run in runs), getattr(known, name, 0) or 0)
+            counts[name] = before + getattr(self, name)
+        first = next((run.started for run in runs if run.started), None)
+        counts["started"] = first or (known.started if known else self.started)
+        elapsed = max(counts["duration_seconds"], 1e-9)
+        counts["captures_per_second"] = round(counts["captures"] / elapsed, 2)
+        counts["pages_per_second"] = round(counts["pages"] / elapsed, 2)
+        return dataclasses.replace(
+            self,
+            **counts,
+            seeds_count=max(known.seeds_count if known else 0, self.seeds_count),
+            runs=(*runs, entry),
         )
 
     def to_json(self) -> dict[str, Any]:
@@ -563,6 +656,12 @@ class Summary:
             output=_str(data.get("output")),
             resumed=data.get("resumed") is True,
             seeds=tuple(s for s in _list(data.get("seeds")) if isinstance(s, str)),
+            seeds_count=_int(data.get("seeds_count")),
+            runs=tuple(
+                RunEntry.from_json(run)
+                for run in _list(data.get("runs"))
+                if isinstance(run, Mapping)
+            ),
             warc_files=tuple(s for s in _list(data.get("warc_files")) if isinstance(s, str)),
             index=_str(data.get("index")),
             wacz=_str(data.get("wacz")),
@@ -630,6 +729,23 @@ def _read(kind: type[_Figures], data: Mapping[str, Any]) -> _Figures:
 def _is_table(f: dataclasses.Field[Any]) -> bool:
     """Whether a field of a figures dataclass is a table (the counts are ints)."""
     return f.default_factory is dict
+
+
+#: The figures a crawl's summary adds up over its runs (:meth:`Summary.across_runs`).
+_SUMMED = frozenset(
+    {
+        "started", "duration_seconds", "captures", "pages", "revisits", "dedup_bytes_saved",
+        "bytes_received", "bytes_written", "captures_per_second", "pages_per_second",
+        "retries", "by_status_class", "by_status", "by_mime", "by_host", "failures", "skips",
+        "truncated", "largest", "captures_over_time", "browser", "traps", "robots", "by_seed",
+    }
+)  # fmt: skip
+
+
+def _epoch(started: str) -> float:
+    """Epoch seconds of a summary's ``started`` (``2024-01-02T03:04:05Z``); now when unread."""
+    moment = parse_w3c_datetime(started)
+    return moment.timestamp() if moment is not None else utcnow().timestamp()
 
 
 def _json_item(item: Any) -> Any:

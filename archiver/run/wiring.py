@@ -23,12 +23,14 @@ from __future__ import annotations
 
 import os
 import socket
+import sys
 from collections.abc import Callable, Collection
 from dataclasses import dataclass, field
 from typing import IO, TYPE_CHECKING, Any
 
 from archiver.config.assemble import (
     address_policy,
+    allow_seed_addresses,
     browser_config,
     crawl_scope,
     default_output,
@@ -57,15 +59,18 @@ from archiver.pipeline.counters import CrawlStats
 from archiver.pipeline.parts import BrowserParts, Parts, RunContext
 from archiver.pipeline.pipeline import Pipeline
 from archiver.policy.ignores import Exclusions, compile_patterns
+from archiver.policy.netguard import AddressPolicy
 from archiver.policy.robots import Robots, RobotsCache
 from archiver.policy.scope import Scope
 from archiver.policy.seeds import MemorySeedStore, Seed, SeedStore, seed_key
 from archiver.policy.sitemaps import SitemapPolicy
 from archiver.run.control import Additions, LiveControl
-from archiver.run.log import CrawlLog, crawl_logger
+from archiver.run.disk import DiskGuard, Reserve
+from archiver.run.log import CrawlLog, console_level
 from archiver.run.output import Layout, RunStart, prepare
 from archiver.run.pages import PageList
 from archiver.run.resume import repair_open_warcs
+from archiver.run.stats import SUMMARY_SEEDS
 from archiver.sign.signer import Signer
 from archiver.timefmt import Clock, utcnow
 from archiver.version import __version__
@@ -93,6 +98,8 @@ class Run:
     signer: Signer | None = None
     #: the seeds with rules of their own (``[[seed]]``, a seeds file's JSON lines)
     seed_rules: tuple[Seed, ...] = ()
+    #: ``state/crawl.json``'s data, as this run keeps it up to date (its runs and figures)
+    state: dict[str, Any] = field(default_factory=dict)
 
 
 @dataclass(slots=True)
@@ -123,6 +130,14 @@ class Stages:
     browser: BrowserPool | None = None
     pipeline: Pipeline | None = None
     control: LiveControl | None = None  #: the ignores and control.toml, watched
+    #: the SSRF guard's addresses (the seeds' own are allowed, batch by batch for a seeds file)
+    addresses: AddressPolicy | None = None
+    #: the seeds' (host, port) looked up for ``addresses`` so far
+    seed_hosts: set[tuple[str, int]] = field(default_factory=set)
+    #: the crawl directory as it was when the run started, and the free-space floor
+    guard: DiskGuard | None = None
+    #: space kept for the run's last writes on a full disk (released when it finishes)
+    reserve: Reserve | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -171,17 +186,23 @@ async def open_output(settings: Settings, layout: Layout) -> tuple[RunStart, Pre
     return start, previous
 
 
-def open_log(settings: Settings, layout: Layout, console: IO[str] | None) -> CrawlLog:
+def open_log(
+    settings: Settings,
+    layout: Layout,
+    console: IO[str] | None,
+    *,
+    on_failure: Callable[[OSError], None] | None = None,
+) -> CrawlLog:
     """The run's log (crawl.log.jsonl, and crawl.log with --heritrix-log), once the
-    directories it writes into exist."""
+    directories it writes into exist; ``on_failure`` is told when it cannot be written."""
     layout.warcs.mkdir(parents=True, exist_ok=True)
     layout.journals.mkdir(parents=True, exist_ok=True)
-    return crawl_logger(
+    return CrawlLog(
         layout.log,
-        quiet=settings.quiet,
-        verbose=settings.verbose,
-        console=console,
+        console=console or sys.stderr,
+        console_level=console_level(quiet=settings.quiet, verbose=settings.verbose),
         heritrix=layout.heritrix_log if settings.heritrix_log else None,
+        on_failure=on_failure,
     )
 
 
@@ -198,7 +219,8 @@ async def assemble(run: Run, stages: Stages, options: Options) -> None:
     assert frontier is not None
     log.info(
         "crawl-start",
-        seeds=list(run.seeds),
+        seeds=list(run.seeds[:SUMMARY_SEEDS]),
+        seeds_file=str(s.seeds_file) if s.seeds_file is not None else None,
         output=str(layout.root),
         resumed=run.resumed,
         frontier=s.frontier,
@@ -216,7 +238,7 @@ async def assemble(run: Run, stages: Stages, options: Options) -> None:
         s, set_host_delay=frontier.set_host_delay, shared=stages.robots_cache
     )
     sitemaps = stages.sitemaps = sitemap_policy(s)
-    policy = await address_policy(s, run.seeds)
+    policy = stages.addresses = await address_policy(s, run.seeds)
     fetcher = stages.fetcher = Fetcher(
         fetch_config(s, run.seeds, run.cookie_file),
         policy,
@@ -229,7 +251,11 @@ async def assemble(run: Run, stages: Stages, options: Options) -> None:
         stages.dedup = LayeredDigestIndex(stages.dedup, stages.previous)
     factory = record_factory(s, options.clock)
     writer = stages.writer = Writer(
-        run_writer_config(run), factory, write_fn=options.write_fn, auto_seal=False
+        run_writer_config(run),
+        factory,
+        write_fn=options.write_fn,
+        auto_seal=False,
+        guard=stages.guard.check if stages.guard is not None else None,
     )
     writer.start()
     pages = stages.pages = PageList(layout.pages)
@@ -341,12 +367,43 @@ def run_writer_config(run: Run) -> WriterConfig:
     )
 
 
-def seed_items(run: Run, sitemaps: SitemapPolicy) -> list[CrawlItem]:
-    """What the crawl starts from: the seeds (each judged by its own rules), then the sitemaps
-    they imply."""
+def seed_items(
+    run: Run, sitemaps: SitemapPolicy, seeds: tuple[str, ...] | list[str] | None = None
+) -> list[CrawlItem]:
+    """What the crawl starts from: the seeds (the run's, or a later batch of its seeds file;
+    each judged by its own rules), then the sitemaps they imply."""
+    seeds = run.seeds if seeds is None else seeds
     redirects = run.settings.max_redirects
-    seeds = [CrawlItem(url=url, redirects_left=redirects, seed=seed_key(url)) for url in run.seeds]
-    return seeds + sitemaps.start_items(run.seeds)
+    items = [CrawlItem(url=url, redirects_left=redirects, seed=seed_key(url)) for url in seeds]
+    return items + sitemaps.start_items(seeds)
+
+
+async def more_seeds(run: Run, stages: Stages, seeds: list[Seed]) -> None:
+    """A later batch of the seeds file (:mod:`archiver.run.seeds`), taken in as the run's
+    first seeds were: their rules kept in the frontier's seed store (for the crawl's other
+    processes and later runs), their sites in scope, their addresses allowed by the SSRF
+    guard, then queued with the sitemaps they imply. (Credential headers stay with the hosts
+    of the seeds known at the start and ``--credential-host``; the browser is started for the
+    seeds known at the start: a later seed's ``browser`` is logged and left aside.)"""
+    assert stages.scope is not None and stages.pipeline is not None
+    own = {seed.key: seed.spec for seed in seeds if seed.spec is not None}
+    if own:
+        await stages.seed_store.keep_seeds(own)
+    stages.scope.add_seeds(seeds)
+    urls = [seed.url for seed in seeds]
+    if stages.addresses is not None:
+        await allow_seed_addresses(stages.addresses, run.settings, urls, stages.seed_hosts)
+    if stages.browser is None:
+        for seed in seeds:
+            if seed.rules.browser != "off":
+                stages.log.warning(
+                    "seed-browser-off",
+                    seed=seed.url,
+                    browser=seed.rules.browser,
+                    note="the browser starts for the seeds known at the start only; "
+                    "this seed is fetched without it",
+                )
+    await stages.pipeline.put(seed_items(run, stages.sitemaps, urls))
 
 
 __all__ = [
@@ -354,6 +411,7 @@ __all__ = [
     "Run",
     "Stages",
     "assemble",
+    "more_seeds",
     "open_frontier",
     "open_log",
     "open_output",

@@ -15,8 +15,11 @@ File rules:
   alone; ``warcinfo`` first in every file;
 * a capture is never split across files: rotation happens *before* a capture once the file has
   reached ``max_size`` (so a file can exceed it by at most one capture);
-* durability: each batch is written with ``os.write`` straight to the file (survives a killed
-  process); the file is fsynced at least every ``fsync_interval`` seconds, at rotation and at
+* memory: a record is compressed from its spool a chunk at a time and written as it goes
+  (:data:`READ_CHUNK`, :data:`WRITE_BUFFER`), so writing costs a few megabytes whatever the
+  size of a body;
+* durability: each capture is written with ``os.write`` straight to the file (survives a
+  killed process); the file is fsynced at least every ``fsync_interval`` seconds, at rotation and at
   close, and the directory after the ``.open`` rename (survives power loss);
 * a write error (disk full, I/O error) truncates the file back to the last whole capture, closes
   it, and fails every pending capture with :class:`~archiver.errors.WriteError`: loud, and no
@@ -44,7 +47,7 @@ from collections.abc import Callable, Iterable
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Protocol
+from typing import Protocol
 
 from warcio.statusandheaders import StatusAndHeaders
 
@@ -69,7 +72,14 @@ except ImportError:  # pragma: no cover - isal is a dependency; zlib is the fall
     _zlib_impl, COMPRESSOR = zlib, "zlib"
 
 MAX_BATCH = 64
-FLUSH_BYTES = 4 * 1024 * 1024
+#: captures waiting for the writer at most (a worker waits to queue one more)
+QUEUE_SIZE = 256
+#: bytes of a spooled block read and compressed at a time
+READ_CHUNK = 1024 * 1024
+#: compressed bytes gathered before a ``write``: small captures go out in one call each, a large
+#: one in pieces of about this size; with :data:`READ_CHUNK` this bounds the writer's memory
+#: whatever the size of a record (about ``READ_CHUNK + 2 * WRITE_BUFFER``)
+WRITE_BUFFER = 1024 * 1024
 
 
 class _Compressor(Protocol):
@@ -116,15 +126,23 @@ class WriterStats:
 
 
 class _OpenFile:
-    """The WARC file being written, and its index journal."""
+    """The WARC file being written, and its index journal (lines kept until the batch ends,
+    then appended in one ``write``, so that a failed batch can be taken back whole)."""
 
-    def __init__(self, path: Path, fd: int, journal: Any, warcinfo_id: str) -> None:
+    def __init__(self, path: Path, fd: int, journal_path: Path, journal: int, info: str) -> None:
         self.path = path  # with the .open suffix
         self.fd = fd
-        self.journal = journal
-        self.warcinfo_id = warcinfo_id
+        self.journal_path = journal_path
+        self.journal = journal  #: the journal's file descriptor, opened for append
+        self.journal_size = os.fstat(journal).st_size
+        self.lines: list[str] = []  #: journal lines of the batch being written
+        self.warcinfo_id = info
         self.size = 0
         self.good_size = 0  #: size after the last whole record group (warcinfo or capture)
+        #: sizes (WARC, journal) where the batch being written began in this file
+        self.batch_mark = (0, self.journal_size)
+        #: the file was made by the batch being written (it holds no capture from before)
+        self.new = True
         self.last_fsync = time.monotonic()
 
     @property
@@ -133,6 +151,32 @@ class _OpenFile:
 
 
 WriteFn = Callable[[int, bytes | bytearray | memoryview], int]
+
+
+class _MemberOutput:
+    """Compressed bytes on their way to the file: gathered up to :data:`WRITE_BUFFER`, then
+    written, so a capture's members are never held whole in memory; ``produced`` counts every
+    byte handed in (a member's offset and length are differences of it)."""
+
+    __slots__ = ("_buffer", "_write", "produced")
+
+    def __init__(self, write: Callable[[bytearray], None]) -> None:
+        self._write = write
+        self._buffer = bytearray()
+        self.produced = 0
+
+    def add(self, data: bytes) -> None:
+        self.produced += len(data)
+        self._buffer += data
+        if len(self._buffer) >= WRITE_BUFFER:
+            self.flush()
+
+    def flush(self) -> None:
+        if self._buffer:
+            self._write(self._buffer)
+            self._buffer = bytearray()
+
+
 #: A capture waiting to be written, and the future its worker awaits.
 _Queued = tuple[PendingCapture, "asyncio.Future[WrittenCapture]"]
 
@@ -146,14 +190,18 @@ class Writer:
         factory: RecordFactory,
         *,
         write_fn: WriteFn = os.write,
-        queue_size: int = 256,
         auto_seal: bool = True,
+        guard: Callable[[], str | None] | None = None,
     ) -> None:
         self.config = config
         self.factory = factory
         self.stats = WriterStats()
         self._write_fn = write_fn  # injectable so tests can simulate a full disk
-        self._queue: asyncio.Queue[_Queued | None] = asyncio.Queue(maxsize=queue_size)
+        #: asked before every batch (on the writer's thread): a reason not to write any more
+        #: (the output directory gone, free space under the floor) fails the batch, and every
+        #: capture after it, with that reason
+        self._guard = guard
+        self._queue: asyncio.Queue[_Queued | None] = asyncio.Queue(maxsize=QUEUE_SIZE)
         self._executor = ThreadPoolExecutor(max_workers=1, thread_name_prefix="warc-writer")
         self._task: asyncio.Task[None] | None = None
         self._file: _OpenFile | None = None
@@ -317,71 +365,156 @@ class Writer:
                 continue
             break
         journal_path = cfg.journal.path(name)
-        journal = open(journal_path, "a", encoding="utf-8")  # noqa: SIM115 - closed with the file
-        info = self.factory.warcinfo(name, cfg.warcinfo_fields)
-        handle = _OpenFile(open_path, fd, journal, info.record_id)
         try:
-            self._write_all(handle, self._member(info, handle))
+            journal = os.open(journal_path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o644)
+        except OSError as exc:
+            os.close(fd)
+            open_path.unlink()
+            raise OSError(exc.errno, exc.strerror, str(journal_path)) from exc
+        info = self.factory.warcinfo(name, cfg.warcinfo_fields)
+        handle = _OpenFile(open_path, fd, journal_path, journal, info.record_id)
+        try:
+            out = self._output(handle)
+            self._write_member(out, info, handle)
+            out.flush()
         except OSError:
             os.close(fd)
-            journal.close()
+            os.close(journal)
             open_path.unlink()  # holds no capture: nothing to keep
             journal_path.unlink()
             raise
         handle.good_size = handle.size
+        handle.batch_mark = (handle.size, handle.journal_size)
         self.stats.files += 1
         self.stats.current_file = name
         return handle
 
-    def _member(self, record: PendingRecord, handle: _OpenFile) -> bytearray:
-        """One gzip member holding exactly one record (WARC 1.1 annex D)."""
+    def _write_member(self, out: _MemberOutput, record: PendingRecord, handle: _OpenFile) -> int:
+        """Compress one record into one gzip member (WARC 1.1 annex D), streamed into ``out``;
+        its length.
+
+        The block is read from its spool a chunk at a time and each chunk's compressed bytes go
+        to ``out`` at once, so a gigabyte body costs a chunk of memory, not the whole record
+        (twice: the member, then the capture's members joined)."""
         head = record_head(record, handle.warcinfo_id)
         compressor: _Compressor = _zlib_impl.compressobj(
             self.config.compress_level, zlib.DEFLATED, 31
         )
-        out = bytearray(compressor.compress(head))
+        start = out.produced
+        out.add(compressor.compress(head))
         block = record.block
         if isinstance(block, Spool):
-            if block.in_memory:
-                out += compressor.compress(block.getvalue())
-            else:
-                with block.open() as reader:
-                    while chunk := reader.read(1024 * 1024):
-                        out += compressor.compress(chunk)
+            for chunk in block.chunks(READ_CHUNK):
+                out.add(compressor.compress(chunk))
         else:
-            out += compressor.compress(block)
-        out += compressor.compress(b"\r\n\r\n")
-        out += compressor.flush()
-        return out
+            out.add(compressor.compress(block))
+        out.add(compressor.compress(b"\r\n\r\n"))
+        out.add(compressor.flush())
+        return out.produced - start
 
-    def _write_all(self, handle: _OpenFile, data: bytes | bytearray) -> None:
+    def _output(self, handle: _OpenFile) -> _MemberOutput:
+        return _MemberOutput(lambda data: self._write_all(handle, data))
+
+    def _write_all(self, handle: _OpenFile, data: bytes | bytearray | memoryview) -> None:
         view = memoryview(data)
-        while view:
-            written = self._write_fn(handle.fd, view)
-            if written <= 0:
-                raise OSError(errno.EIO, "write returned no progress")
-            view = view[written:]
-            handle.size += written
-            self.stats.bytes += written
+        try:
+            while view:
+                written = self._write_fn(handle.fd, view)
+                if written <= 0:
+                    raise OSError(errno.EIO, "write returned no progress")
+                view = view[written:]
+                handle.size += written
+                self.stats.bytes += written
+        except OSError as exc:  # name the file in the error (os.write does not)
+            raise OSError(exc.errno, exc.strerror or str(exc), str(handle.path)) from exc
 
     def _write_batch(
         self, captures: list[PendingCapture]
     ) -> tuple[list[WrittenCapture], WriteError | None]:
-        """Write captures in order; on an error, report the ones written before it."""
+        """Write captures in order, all or nothing: on an error none of the batch is reported
+        written, and what it wrote is taken back (:meth:`_take_back`), so that every file
+        holds only captures its workers were told of and its journal only their lines."""
+        refused = self._guard() if self._guard is not None else None
+        if refused is not None:
+            return [], WriteError(refused)
+        if self._file is not None:
+            self._file.batch_mark = (self._file.size, self._file.journal_size)
+            self._file.new = False
         results: list[WrittenCapture] = []
         try:
             for capture in captures:
                 results.append(self._write_capture(capture))
             handle = self._file
             if handle is not None:
-                handle.journal.flush()
+                self._flush_journal(handle)
                 if time.monotonic() - handle.last_fsync >= self.config.fsync_interval:
                     os.fsync(handle.fd)
                     handle.last_fsync = time.monotonic()
         except OSError as exc:
-            self._recover_from_write_error()
-            return results, WriteError(f"cannot write WARC data: {exc.strerror or exc}")
+            self._take_back({result.filename for result in results})
+            where = exc.filename or "WARC data"
+            return [], WriteError(f"cannot write {where}: {exc.strerror or exc}")
         return results, None
+
+    def _flush_journal(self, handle: _OpenFile) -> None:
+        """The batch's journal lines, appended in one go."""
+        if not handle.lines:
+            return
+        data = memoryview("".join(handle.lines).encode("utf-8"))
+        try:
+            while data:
+                written = os.write(handle.journal, data)
+                data = data[written:]
+                handle.journal_size += written
+        except OSError as exc:
+            raise OSError(exc.errno, exc.strerror, str(handle.journal_path)) from exc
+        handle.lines.clear()
+
+    def _take_back(self, written: set[str]) -> None:
+        """After a failed batch: cut the file being written back to where the batch began in
+        it (WARC and journal) and close it; a file the batch made and cut back to its
+        warcinfo holds nothing and is removed. A file the batch rotated out of (its captures
+        were written, never reported), or one that cannot be cut (an I/O error), is marked
+        unclaimed: it keeps its ``.open`` name, and the resume repair keeps only what the
+        frontier committed."""
+        handle = self._file
+        rotated = written - ({handle.final_name} if handle is not None else set())
+        if rotated:
+            with self._retired_lock:
+                self._unclaimed.update(rotated)
+        if handle is None:
+            return
+        handle.lines.clear()
+        size, journal_size = handle.batch_mark
+        try:
+            os.ftruncate(handle.fd, size)
+            os.ftruncate(handle.journal, journal_size)
+            handle.size = handle.good_size = size
+            handle.journal_size = journal_size
+        except OSError:
+            with self._retired_lock:
+                self._unclaimed.add(handle.final_name)
+            self._abandon(handle)
+            return
+        if handle.new:  # nothing but its warcinfo: no file at all is better
+            self._abandon(handle)
+            with contextlib.suppress(OSError):
+                handle.path.unlink()
+                handle.journal_path.unlink()
+            return
+        try:
+            self._close_file()
+        except (OSError, WriteError):
+            with self._retired_lock:
+                self._unclaimed.add(handle.final_name)
+
+    def _abandon(self, handle: _OpenFile) -> None:
+        """Close a file's descriptors without a word more written (left to the repair)."""
+        self._file = None
+        self.stats.current_file = None
+        for fd in (handle.fd, handle.journal):
+            with contextlib.suppress(OSError):
+                os.close(fd)
 
     def _write_capture(self, capture: PendingCapture) -> WrittenCapture:
         handle = self._file
@@ -391,10 +524,11 @@ class Writer:
         if handle is None:
             handle = self._file = self._open_new_file()
         start = handle.size
-        members = [self._member(record, handle) for record in capture.records]
+        out = self._output(handle)
         written: list[WrittenRecord] = []
-        offset = start
-        for record, member in zip(capture.records, members, strict=True):
+        for record in capture.records:
+            offset = start + out.produced
+            length = self._write_member(out, record, handle)
             written.append(
                 WrittenRecord(
                     record_type=record.record_type,
@@ -403,48 +537,36 @@ class Writer:
                     date=record.get("WARC-Date") or "",
                     filename=handle.final_name,
                     offset=offset,
-                    length=len(member),
+                    length=length,
                     status=capture.index.status if capture.index else None,
                     mime=capture.index.mime if capture.index else None,
                     payload_digest=record.get("WARC-Payload-Digest"),
                 )
             )
-            offset += len(member)
-        self._write_all(handle, b"".join(members))
+        out.flush()
         handle.good_size = handle.size
-        self.stats.records += len(members)
+        self.stats.records += len(written)
         self.stats.captures += 1
         result = WrittenCapture(handle.final_name, start, handle.size, tuple(written))
         primary = result.primary
         if primary is not None and capture.index is not None:
-            handle.journal.write(self.config.journal.line(primary, capture.index) + "\n")
+            handle.lines.append(self.config.journal.line(primary, capture.index) + "\n")
         return result
-
-    def _recover_from_write_error(self) -> None:
-        """Cut the file back to its last whole capture and close it, if the disk lets us."""
-        handle = self._file
-        if handle is None:
-            return
-        try:
-            os.ftruncate(handle.fd, handle.good_size)
-            handle.size = handle.good_size
-            handle.journal.flush()
-        except OSError:
-            return  # leave the .open file for repair on resume
-        with contextlib.suppress(OSError, WriteError):
-            self._close_file()
 
     def _close_file(self) -> None:
         """Close the current file (fsynced). It keeps its ``.open`` name until sealed."""
         handle = self._file
         if handle is None:
             return
-        self._file = None
         try:
-            handle.journal.close()
+            self._flush_journal(handle)
             os.fsync(handle.fd)
-        finally:
-            os.close(handle.fd)
+        except OSError:
+            self._abandon(handle)  # the caller takes the batch back or leaves it .open
+            raise
+        self._file = None
+        os.close(handle.journal)
+        os.close(handle.fd)
         self.stats.current_file = None
         with self._retired_lock:
             self._retired[handle.final_name] = handle.path

@@ -210,6 +210,24 @@ def run_wget(url: str, rundir: Path, *, timeout: float = 600) -> Row:
     )
 
 
+def run_wget_one(url: str, rundir: Path, *, timeout: float = 600) -> Row:
+    """wget fetching one URL into a WARC file (no recursion); URLs = its response records."""
+    out, tmp = rundir / "out", rundir / "tmp"
+    for d in (out, tmp):
+        shutil.rmtree(d, ignore_errors=True)
+        d.mkdir(parents=True)
+    argv = [
+        shutil.which("wget") or "wget", "--no-verbose", "--delete-after",
+        f"--directory-prefix={tmp}/mirror", f"--warc-file={out}/wget", url,
+    ]  # fmt: skip
+    m = measure.run(argv, log=rundir / "wget.log", timeout=timeout, cwd=tmp)
+    warcs = sorted(out.glob("*.warc.gz"))
+    shutil.rmtree(tmp, ignore_errors=True)
+    return Row(
+        "wget", count_warc_responses(warcs), m, sum(p.stat().st_size for p in warcs), {"argv": argv}
+    )
+
+
 def run_bare(base: str, urls_file: Path, rundir: Path, *, concurrency: int, parse: bool,
              timeout: float = 600) -> Row:  # fmt: skip
     name = "bare+parse" if parse else "bare"

@@ -15,6 +15,9 @@ blocking the others; many thousands can be held at once):
 ``/fan/N``          answered at once: a page linking to ``/fan/N/0`` … ``/fan/N/N-1``
 ``/fan/N/I``        a small page without links, after the delay (the C10K benchmark holds each
                     of these for 10 s, so N fetches are in flight at once)
+``/bytes/N``        N bytes of incompressible data (``application/octet-stream``), at once,
+                    streamed under flow control (the server never holds more than a few MiB
+                    of it): a body as large as the benchmark of memory at write time wants
 ``/__stats``        the counters as JSON, at once
 
 Counters: connections (total, open, peak open), requests, responses, in-flight requests and
@@ -27,6 +30,7 @@ import argparse
 import asyncio
 import contextlib
 import json
+import random
 import re
 import signal
 import subprocess
@@ -35,6 +39,9 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 
 MAX_HEAD = 64 * 1024
+#: what ``/bytes/N`` repeats: random bytes, longer than deflate's 32 KiB window, so the body
+#: does not compress (a WARC member as large as the body, the writer's worst case)
+_NOISE = memoryview(random.Random(0).randbytes(4 * 1024 * 1024))
 _FILLER = (
     "The quick archive captures every response as it crossed the wire; the index points at "
     "each record by offset and length, and replay serves the page as it was. "
@@ -116,6 +123,8 @@ class Connection(asyncio.Protocol):
         self.busy = False
         self.timer: asyncio.TimerHandle | None = None
         self.closing = False
+        self.paused = False
+        self.to_stream = 0  #: bytes of a ``/bytes/N`` body still to send
 
     def connection_made(self, transport: asyncio.BaseTransport) -> None:
         self.transport = transport  # type: ignore[assignment]  # uvloop's is not a subclass
@@ -133,6 +142,22 @@ class Connection(asyncio.Protocol):
             s.in_flight -= 1
             s.errors += 1
         self.transport = None
+
+    def pause_writing(self) -> None:
+        self.paused = True
+
+    def resume_writing(self) -> None:
+        self.paused = False
+        self._pump()
+
+    def _pump(self) -> None:
+        """Send the rest of a ``/bytes/N`` body while the transport takes it."""
+        while self.to_stream and not self.paused and self.transport is not None:
+            n = min(self.to_stream, len(_NOISE))
+            self.transport.write(_NOISE[:n])
+            self.to_stream -= n
+        if self.to_stream == 0 and self.busy and self.transport is not None:
+            self._done()
 
     def data_received(self, data: bytes) -> None:
         self.buffer += data
@@ -169,6 +194,10 @@ class Connection(asyncio.Protocol):
         s = self.site.stats
         s.requests += 1
         s.in_flight += 1
+        streamed = re.fullmatch(r"/bytes/(\d+)", path)
+        if streamed:
+            self._stream(method, int(streamed.group(1)))
+            return
         status, ctype, body, delayed = self.site.route(path)
         if delayed and self.site.delay > 0:
             loop = asyncio.get_running_loop()
@@ -204,6 +233,23 @@ class Connection(asyncio.Protocol):
         self.transport.write(head + body if method == "GET" else head)
         if counted:
             s.responses += 1
+        self._done()
+
+    def _stream(self, method: str, size: int) -> None:
+        assert self.transport is not None
+        self.site.stats.in_flight -= 1
+        close = "Connection: close\r\n" if self.closing else ""
+        self.transport.write(
+            b"HTTP/1.1 200 OK\r\nContent-Type: application/octet-stream\r\n"
+            + f"Content-Length: {size}\r\n{close}\r\n".encode()
+        )
+        self.site.stats.responses += 1
+        self.to_stream = size if method == "GET" else 0
+        self._pump()
+
+    def _done(self) -> None:
+        """The response is out: close, or go on with the next pipelined request."""
+        assert self.transport is not None
         self.busy = False
         if self.closing:
             self.transport.close()

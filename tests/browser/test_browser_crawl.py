@@ -284,6 +284,64 @@ async def test_auto_sends_no_ordinary_page_to_the_browser(tmp_path: Path) -> Non
     assert lines == reference_cdxj(out / "warcs") == post_append_cdxj(out / "warcs")
 
 
+async def test_a_page_that_navigates_itself_is_kept_as_it_was(tmp_path: Path) -> None:
+    """Pages that send their tab elsewhere once loaded (a script setting ``location.href``
+    later or at once, a meta refresh; in scope or not) are read and listed as they were before
+    the navigation: their own title, their own DOM (a link a script added to it is followed),
+    never the next document nor Chromium's error page (``chrome-error://``), which is what
+    they were recorded as. Where they went is queued as a link of the page, and the scope
+    judges it."""
+    made = (
+        "const a = document.createElement('a'); a.href = '/made-by-script-{n}';"
+        "a.textContent = 'made'; document.body.append(a);"
+    )
+    async with SiteServer() as site:
+        site.add_page(
+            "/later",
+            "<html><head><title>Before later</title></head><body><script>"
+            + made.format(n=1)
+            + "setTimeout(() => { location.href = '/next'; }, 50);</script></body></html>",
+        )
+        site.add_page(
+            "/at-once",
+            "<html><head><title>Before at once</title></head><body><script>"
+            + made.format(n=2)
+            + "location.href = 'http://outside.invalid/x';</script></body></html>",
+        )
+        site.add_page(
+            "/refresh",
+            "<html><head><title>Before refresh</title>"
+            "<meta http-equiv='refresh' content='0; url=/refreshed'></head><body>r</body></html>",
+        )
+        for path in ("/next", "/refreshed", "/made-by-script-1", "/made-by-script-2"):
+            site.add_page(path, f"<html><head><title>{path}</title></head><body>p</body></html>")
+        out = tmp_path / "out"
+        seeds = [site.url(path) for path in ("/later", "/at-once", "/refresh")]
+        result = await run_crawl(out, *seeds, **browser_settings())
+    assert result.status == "completed", result.reason
+    titles = pages(out)
+    assert titles[site.url("/later")] == "Before later"
+    assert titles[site.url("/at-once")] == "Before at once"
+    assert titles[site.url("/refresh")] == "Before refresh"
+    loaded = {e["url"]: e for e in events(out, "browser-page")}
+    for seed in seeds:
+        assert loaded[seed]["final_url"] == seed
+    assert loaded[site.url("/later")]["navigations"] == [site.url("/next")]
+    assert loaded[site.url("/at-once")]["navigations"] == ["http://outside.invalid/x"]
+    skipped = {(e["url"], e["reason"]) for e in events(out, "skip")}
+    assert ("http://outside.invalid/x", "scope") in skipped
+    for path in ("/next", "/refreshed", "/made-by-script-1", "/made-by-script-2"):
+        assert titles[site.url(path)] == path  # followed, each loaded in a tab of its own
+    assert not any(str(title).startswith("chrome-error") for title in titles.values())
+    assert collections.Counter(hit.path for hit in site.counters.hits)["/next"] == 1
+    report = verify.verify([out / "warcs"], index=out / "index.cdxj")
+    assert report.ok, verify.render(report)
+    captured = collections.Counter(
+        r.uri for r in read_records(out / "warcs") if r.type in ("response", "revisit")
+    )
+    assert {url: n for url, n in captured.items() if n > 1} == {}
+
+
 async def test_refused_requests_fail_in_the_page_and_are_logged(tmp_path: Path) -> None:
     async with SpaSite() as spa, SpaSite() as other:
         spa.robots = "User-agent: *\nDisallow: /blocked/\n"

@@ -140,6 +140,7 @@ def test_every_subcommand_has_help(capsys: pytest.CaptureFixture[str]) -> None:
         "pause",
         "qa",
         "queue",
+        "rebuild-frontier",
         "replay",
         "report",
         "serve-sample",

@@ -14,6 +14,7 @@ import pytest
 
 from archiver import urls
 from archiver.extract.decoding import ContentDecodingError, decode_content
+from archiver.extract.found import link_limit
 from archiver.extract.links import (
     Links,
     css_refs,
@@ -594,6 +595,15 @@ def test_huge_page_stops_at_max_links() -> None:
     assert links.truncated
     assert len(links.pages) + len(links.requisites) == 10_000
     assert links.pages == tuple(f"{E}/p/{i}" for i in range(10_000))
+
+
+def test_no_limit_keeps_every_link() -> None:
+    """``--max-links-per-page 0`` (``link_limit(None)``): no cut, in HTML and CSS alike."""
+    body = "".join(f'<a href="/p/{i}">{i}</a>' for i in range(20_000)).encode()
+    links = extract_html(body, PAGE, max_links=link_limit(None))
+    assert not links.truncated and len(links.pages) == 20_000
+    css = "".join(f"a{i}{{background:url(/i/{i}.png)}}" for i in range(20_000)).encode()
+    assert len(extract_css(css, PAGE, max_links=link_limit(None)).requisites) == 20_000
 
 
 def test_exactly_max_links_is_not_truncated() -> None:

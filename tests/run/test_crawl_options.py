@@ -197,3 +197,26 @@ async def test_a_named_sitemap_is_read_and_filtered_by_lastmod(
     events = [json.loads(line) for line in (out / "crawl.log.jsonl").read_text().splitlines()]
     read = [e for e in events if e["event"] == "sitemap"]
     assert len(read) == 1 and read[0]["urls"] == 2 and read[0]["older"] == 1
+
+
+# -- --max-links-per-page ---------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(("option", "captured"), [("0", 13), ("4", 5)])
+async def test_max_links_per_page_zero_means_no_limit(
+    tmp_path: Path, site: SiteServer, option: str, captured: int
+) -> None:
+    """``0`` means no limit, as for every other limit (it was refused: "must be at least 1")."""
+    links = [f"/p/{i}" for i in range(12)]
+    site.add_page("/", "".join(f'<a href="{link}">{link}</a>' for link in links))
+    for link in links:
+        site.add_page(link, "<p>leaf</p>")
+    process = await asyncio.create_subprocess_exec(  # the site answers from this loop
+        sys.executable, "-m", "archiver", "crawl", site.url("/"), "-o", str(tmp_path / "o"),
+        "--max-links-per-page", option, "--robots", "ignore", "--sitemaps", "off",
+        "--per-host-delay", "0", "--frontier", "memory", "--quiet", "--progress", "off",
+        stderr=asyncio.subprocess.PIPE,
+    )  # fmt: skip
+    _, stderr = await process.communicate()
+    assert process.returncode == 0, stderr.decode()
+    assert len(responses(tmp_path / "o" / "warcs")) == captured

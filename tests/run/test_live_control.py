@@ -24,11 +24,12 @@ from archiver.commands.cli import main
 from archiver.errors import SettingsError
 from archiver.frontier.redis import RedisFrontier
 from archiver.models import CrawlItem, SkipReason
-from archiver.policy.ignores import Exclusions, compile_patterns, parse_ignores
+from archiver.policy.ignores import Exclusions, combine, compile_patterns, parse_ignores
 from archiver.policy.politeness import HostGate, Politeness
 from archiver.run.control import append_ignore, parse_control
 from archiver.run.crawler import Crawler
 from tests.conftest import fast_settings
+from tests.support.faults import assert_archive_sound, captured_once
 from tests.support.redis_server import RedisServer
 from tests.support.site import SiteServer
 
@@ -86,9 +87,11 @@ def test_lines_with_a_global_flag_combine_apart() -> None:
     assert ignores.patterns == ("(?i)/PRIVATE/", "/tmp/")
     assert ignores.search("http://h/private/x") and ignores.search("http://h/tmp/x")
     assert not ignores.search("http://h/public/") and not ignores.search("http://h/TMP/x")
-    assert [r.pattern for r in ignores.regexes] == ["(?:/tmp/)", "(?i)(?:/PRIVATE/)"] or [
-        r.pattern for r in ignores.regexes
-    ] == ["(?i)(?:/PRIVATE/)", "(?:/tmp/)"]
+    lines = ["(?i)/PRIVATE/", "/tmp/", "(?i)/SECRET/", "/var/"]
+    assert [r.pattern for r in combine([re.compile(line) for line in lines])] == [
+        "(?i)(?:/PRIVATE/)|(?:/SECRET/)",
+        "(?:/tmp/)|(?:/var/)",
+    ]
 
 
 @pytest.mark.parametrize(
@@ -239,7 +242,49 @@ async def test_an_ignores_line_added_while_running_drops_queued_urls(
     _, summary_file = run_files(out)
     summary = json.loads(summary_file.read_text())
     assert summary["skips"] == {"ignored": 5}
-    assert events(out, "ignores")[-1]["patterns"] == [r"/drop/\d$"]
+    logged = events(out, "ignores")[-1]
+    assert logged["patterns"] == 1 and logged["added"] == [r"/drop/\d$"]
+    assert logged["removed"] == []
+
+
+async def test_a_hundred_thousand_ignores_apply_at_start_and_grow_by_a_line(
+    tmp_path: Path, site: SiteServer
+) -> None:
+    """An ``ignores`` file of 100,000 lines (shared ignore lists are that long) applies before
+    the first lease, and a line appended while the crawl runs is read without compiling the
+    file again (the watcher's reload is incremental): both drop exactly what they match."""
+    release = hold_site(site, "/keep/0")
+    out = tmp_path / "out"
+    out.mkdir()
+    lines = [
+        f"^https?://site{i}\\.invalid/" if i % 2 else f"/calendar/\\d{{4}}/{i}/"
+        for i in range(99_999)
+    ]
+    (out / "ignores").write_text("\n".join([*lines, r"/drop/[0-2]$"]) + "\n")
+    crawler = Crawler(fast_settings(out, site.url("/"), workers=1, per_host_concurrency=1))
+    task = asyncio.create_task(crawler.run())
+    await until(lambda: len(requested(site, "/keep/0")) == 1)  # /drop/3 and 4 are queued
+    assert crawler.stages is not None and crawler.stages.control is not None
+    exclusions = crawler.stages.control.exclusions
+    assert len(exclusions.ignores.patterns) == 100_000
+    loaded = exclusions.ignores
+    assert main(["ignore", str(out), r"/drop/[3-4]$"]) == 0
+    await until(lambda: exclusions.version == 2)  # the load, then the appended line
+    grown = exclusions.ignores
+    assert len(grown.patterns) == 100_001
+    assert grown._lines[lines[0]] is loaded._lines[lines[0]]
+    release.set()
+    result = await task
+
+    assert result.status == "completed"
+    assert requested(site, "/drop/") == []
+    summary = json.loads((out / "summary.json").read_text())
+    assert summary["skips"] == {"ignored": 5}
+    records = assert_archive_sound(out)
+    kept = [site.url("/"), *(site.url(f"/keep/{i}") for i in range(5))]
+    assert captured_once(records) == dict.fromkeys(kept, 1)
+    logged = events(out, "ignores")[-1]
+    assert logged["patterns"] == 100_001 and logged["added"] == [r"/drop/[3-4]$"]
 
 
 async def test_ignores_apply_at_discovery_and_bad_lines_only_warn(

@@ -1,5 +1,7 @@
 """A local website built to be hard to replay: what its pages load is computed by scripts, chosen
-by the viewport, hidden in CSS, varied by the clock, or loaded only when a reader clicks.
+by the viewport, hidden in CSS, varied by the clock, or loaded only when a reader clicks. The
+scripts build their URLs from parts, so that no static extractor (the URL strings read from
+scripts included) finds them: they are what only running the page asks for.
 
 aiohttp on 127.0.0.1, port 0 (socket kept); every request is logged (method, path and query,
 body). Pages:
@@ -65,7 +67,8 @@ const font = new FontFace("Computed", "url(/fonts/" + ["com", "puted"].join("") 
 font.load().catch(() => {});
 const card = document.getElementById("card").content.cloneNode(true);
 document.getElementById("cards").append(card);
-fetch("/api/news.json?_=" + Date.now()).then((r) => r.json()).then((news) => {
+const news = ["", "api", "news"].join("/") + ".json?_=" + Date.now();
+fetch(news).then((r) => r.json()).then((news) => {
   const list = document.getElementById("news");
   for (const title of news.items) {
     const item = document.createElement("li");
@@ -73,7 +76,7 @@ fetch("/api/news.json?_=" + Date.now()).then((r) => r.json()).then((news) => {
     list.append(item);
   }
 }).catch(() => {});
-fetch("/api/search", {
+fetch(["", "api", "search"].join("/"), {
   method: "POST", headers: {"Content-Type": "application/json"},
   body: JSON.stringify({query: "astrolabe", sent: Date.now()})
 }).then((r) => r.json()).then((found) => {
@@ -83,7 +86,7 @@ fetch("/api/search", {
 
 FRAME = """<!DOCTYPE html><html><body><img src="/img/in-frame.png" width="16" height="16" alt="">
 <p id="answer"></p><script>
-fetch("/api/frame.json").then((r) => r.json()).then((v) => {
+fetch(["", "api", "frame"].join("/") + ".json").then((r) => r.json()).then((v) => {
   document.getElementById("answer").textContent = "the frame says " + v.answer;
 });
 </script></body></html>
@@ -99,13 +102,15 @@ APP_JS = """const app = document.getElementById("app");
 app.innerHTML = '<h1>Catalogue</h1><nav><a href="#/start">Start</a> ' +
   '<a href="#/guide">Guide</a></nav><main id="view"></main>';
 const view = document.getElementById("view");
+const under = (folder, name, suffix) => ["", "app", folder, name + suffix].join("/");
 async function route() {
   if (location.hash === "#/guide") {  // the route's code and data, loaded side by side
     const [chunk, data] = await Promise.all([
-      import("/app/chunks/guide.js"), fetch("/app/data/guide.json").then((r) => r.json())]);
+      import(under("chunks", "guide", ".js")),
+      fetch(under("data", "guide", ".json")).then((r) => r.json())]);
     view.textContent = chunk.render(data);
   } else {
-    view.textContent = (await (await fetch("/app/data/start.json")).json()).text;
+    view.textContent = (await (await fetch(under("data", "start", ".json"))).json()).text;
   }
 }
 addEventListener("hashchange", route);

@@ -20,7 +20,7 @@ query, and body. What it serves:
   Chromium runs it in its own process) that loads an image and fetches JSON, and a dedicated
   worker (``/static/worker.js``) that fetches ``/api/from-worker``;
 - ``/dialogs.html``: a page that opens ``alert()`` and ``confirm()`` before it sets its title;
-- ``/jump.html``: a page whose script replaces it with ``/item/2``;
+- ``/jump.html``: a page whose script replaces it with ``/item/2`` (as it loads);
 - ``/socket.html``: a page that opens a WebSocket to ``/socket`` (a working endpoint that sends
   ``hello``) and shows the outcome in its title;
 - ``/visible.html``: a page whose title says whether it is visible and gets animation frames;

@@ -10,6 +10,7 @@ import asyncio
 import errno
 import itertools
 import os
+import tracemalloc
 import uuid
 import zlib
 from base64 import b32encode
@@ -26,7 +27,7 @@ from archiver.models import Exchange, Original, TlsInfo
 from archiver.spool import Spool
 from archiver.warc.naming import safe_name_part
 from archiver.warc.records import RecordFactory, fields_block, new_record_id
-from archiver.warc.writer import Writer, WriterConfig
+from archiver.warc.writer import READ_CHUNK, WRITE_BUFFER, Writer, WriterConfig
 from tests.support.warcs import read_records, responses
 
 WHEN = datetime(2026, 11, 22, 10, 0, 0, 123456, tzinfo=UTC)
@@ -277,6 +278,124 @@ async def test_write_error_is_loud_and_leaves_valid_file(tmp_path: Path) -> None
     await writer.close()
     (path,) = (tmp_path / "w").glob("*.warc.gz")
     assert [r.type for r in read_records(path)] == ["warcinfo", "response", "request"]
+
+
+async def test_a_large_spooled_body_is_written_in_bounded_pieces(tmp_path: Path) -> None:
+    """A 48 MiB body, spooled to a file as a fetch spools it: the writer compresses it from the
+    spool a chunk at a time and writes as it goes, so no write call and no Python allocation
+    comes near the body's size (it used to build the whole compressed member, then join the
+    capture's members: twice the body in memory). The file reads back whole."""
+    size = 48 << 20
+    head = b"HTTP/1.1 200 OK\r\nContent-Length: %d\r\n\r\n" % size
+    spool = Spool(directory=str(tmp_path))
+    spool.write(head)
+    body_digest = digest.new_hasher("sha1")
+    block_digest = digest.new_hasher("sha1")
+    block_digest.update(head)
+    for _ in range(size >> 20):
+        chunk = os.urandom(1 << 20)  # incompressible: the member is as large as the body
+        spool.write(chunk)
+        body_digest.update(chunk)
+        block_digest.update(chunk)
+    assert not spool.in_memory
+    ex = exchange(RESPONSE, body=b"")
+    ex.response = spool
+    ex.response_length = len(head) + size
+    ex.block_digest = digest.finish("sha1", block_digest)
+    ex.payload_digest = digest.finish("sha1", body_digest)
+    largest = {"write": 0}
+
+    def measured_write(fd: int, data: bytes | bytearray | memoryview) -> int:
+        largest["write"] = max(largest["write"], len(data))
+        return os.write(fd, data)
+
+    factory = RecordFactory()
+    writer = Writer(
+        WriterConfig(tmp_path / "w", writer_journal(tmp_path / "j")),
+        factory,
+        write_fn=measured_write,
+    )
+    writer.start()
+    tracemalloc.start()
+    try:
+        written = await writer.write(factory.capture(ex))
+        _, peak = tracemalloc.get_traced_memory()
+    finally:
+        tracemalloc.stop()
+    await writer.close()
+    assert largest["write"] <= READ_CHUNK + 2 * WRITE_BUFFER
+    assert peak < 8 * WRITE_BUFFER, f"{peak / 2**20:.1f} MiB allocated while writing"
+    (path,) = (tmp_path / "w").glob("*.warc.gz")
+    (response,) = responses(path)
+    assert len(response.block) == len(head) + size
+    assert response.get("WARC-Block-Digest") == ex.block_digest
+    assert digest.digest_bytes("sha1", response.block) == ex.block_digest
+    primary = written.primary
+    assert primary is not None and primary.offset == response.offset
+    with open(path, "rb") as fh:  # the index's offset and length slice one whole member
+        fh.seek(primary.offset)
+        member = zlib.decompressobj(31)
+        member.decompress(fh.read(primary.length))
+        assert member.eof and not member.unused_data
+
+
+async def test_a_failed_batch_is_taken_back_whole(tmp_path: Path) -> None:
+    """A write error in a batch: none of its captures is reported written, the file is cut
+    back to where the batch began in it (WARC and journal alike: no index line for a capture
+    nobody was told of), and a file the failed batch made is removed; a file holding earlier
+    captures is closed whole. (A capture reported and committed whose journal line was lost
+    would be missing from the index for good.)"""
+    budget = {"left": 10**9}
+
+    def failing_write(fd: int, data: bytes | bytearray | memoryview) -> int:
+        if budget["left"] < len(data):
+            raise OSError(errno.ENOSPC, "No space left on device")
+        budget["left"] -= len(data)
+        return os.write(fd, data)
+
+    writes = {"left": 1}
+
+    def warcinfo_only(fd: int, data: bytes | bytearray | memoryview) -> int:
+        writes["left"] -= 1  # the warcinfo is one write; the capture after it fails
+        if writes["left"] < 0:
+            raise OSError(errno.ENOSPC, "No space left on device")
+        return os.write(fd, data)
+
+    factory = RecordFactory()
+    journals = tmp_path / "j"
+    writer = Writer(
+        WriterConfig(tmp_path / "w", writer_journal(journals)),
+        factory,
+        write_fn=warcinfo_only,
+        auto_seal=False,
+    )
+    writer.start()
+    with pytest.raises(WriteError, match="No space left"):
+        await writer.write(factory.capture(exchange(RESPONSE, body=b"hello")))
+    await writer.close()
+    assert list((tmp_path / "w").iterdir()) == [] and list(journals.iterdir()) == []
+
+    writer = Writer(
+        WriterConfig(tmp_path / "w2", writer_journal(journals)),
+        factory,
+        write_fn=failing_write,
+        auto_seal=False,
+    )
+    writer.start()
+    budget["left"] = 10**9
+    kept = await writer.write(factory.capture(exchange(RESPONSE, body=b"hello")))
+    budget["left"] = 500
+    big = os.urandom(5000)
+    response = b"HTTP/1.1 200 OK\r\n\r\n" + big
+    with pytest.raises(WriteError):
+        await writer.write(factory.capture(exchange(response, body=big, url="http://x.test/")))
+    await writer.close()
+    assert writer.retired() == [kept.filename]  # closed whole: it can be sealed
+    (path,) = (tmp_path / "w2").glob("*.open")
+    assert path.stat().st_size == kept.end
+    assert [r.uri for r in responses(path)] == ["http://example.test/a"]
+    (journal,) = journals.glob("*.cdxj")
+    assert len(journal.read_text().splitlines()) == 1
 
 
 @pytest.mark.parametrize(

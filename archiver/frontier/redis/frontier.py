@@ -180,6 +180,11 @@ class RedisFrontier(RedisQueue):
         await self.pump.stop()
         await self.link.close()
 
+    def stop_waiting(self) -> None:
+        """An outage is not waited out any more (see the protocol): the link gives up at once,
+        and with it the pump and every caller waiting on it."""
+        self.link.stop_waiting()
+
     # -- host politeness -------------------------------------------------------------------
 
     def set_host_delay(self, host: str, seconds: float) -> None:

@@ -80,6 +80,8 @@ class RedisLink:
         self.down_since: float | None = None  #: monotonic time the current outage started
         self._up: asyncio.Event | None = None
         self._down: asyncio.Event | None = None
+        #: set when the crawl stops: an outage is no longer waited out
+        self._give_up: asyncio.Event | None = None
 
     @property
     def client(self) -> aioredis.Redis:
@@ -93,6 +95,7 @@ class RedisLink:
     async def connect(self) -> None:
         """Connect and load the scripts; unreachable Redis is FrontierUnavailableError."""
         self._up, self._down = asyncio.Event(), asyncio.Event()
+        self._give_up = asyncio.Event()
         self._up.set()
         try:
             client = aioredis.Redis.from_url(
@@ -171,12 +174,26 @@ class RedisLink:
         assert self._down is not None
         await self._down.wait()
 
+    def stop_waiting(self) -> None:
+        """The crawl is stopping: an outage is not waited out any more; :meth:`reconnect`
+        (the one place that waits for one) raises :class:`FrontierUnavailableError`."""
+        if self._give_up is not None:
+            self._give_up.set()
+
     async def reconnect(self) -> None:
         """Wait until Redis answers again (backoff from 50 ms to ``max_backoff``), then reload
-        the scripts."""
+        the scripts. When the crawl stops meanwhile (:meth:`stop_waiting`), give up."""
         delay = min(0.05, self.max_backoff)
+        give_up = self._give_up or asyncio.Event()
         while True:
-            await asyncio.sleep(delay)  # backoff, not a wait for an event we could get
+            with contextlib.suppress(TimeoutError):  # the backoff, cut short by a stop
+                async with asyncio.timeout(delay):
+                    await give_up.wait()
+            if give_up.is_set():
+                raise FrontierUnavailableError(
+                    f"Redis at {redact_url(self.url)} is unreachable and the crawl is "
+                    "stopping: not waiting for it"
+                )
             try:
                 await self.client.ping()
                 await self.load_scripts()

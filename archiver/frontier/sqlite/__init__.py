@@ -60,11 +60,13 @@ the way to the store   :mod:`.store` (a thread, group commit),     ``pump.py`` (
                        :mod:`.ops`, :mod:`.database` (statements)  ``link.py`` (connection)
 =====================  ==========================================  ===========================
 
-and :mod:`.bloom` holds the seen-set caches in front of the ``UNIQUE`` index.
+:mod:`.bloom` holds the seen-set caches in front of the ``UNIQUE`` index, and
+:mod:`.identity` whose crawl a database is (read and stamped from outside).
 """
 
 from archiver.frontier.sqlite.bloom import Bloom
 from archiver.frontier.sqlite.frontier import SqliteFrontier
+from archiver.frontier.sqlite.identity import FrontierIdentity, read_identity, write_identity
 from archiver.frontier.sqlite.ledger import SqliteLedger
 from archiver.frontier.sqlite.ops import StoreStats
 from archiver.frontier.sqlite.queue import SqliteQueue
@@ -76,6 +78,7 @@ from archiver.frontier.sqlite.services import (
 
 __all__ = [
     "Bloom",
+    "FrontierIdentity",
     "SqliteCapturedUrls",
     "SqliteDigestIndex",
     "SqliteFrontier",
@@ -83,4 +86,6 @@ __all__ = [
     "SqliteQueue",
     "SqliteSeedStore",
     "StoreStats",
+    "read_identity",
+    "write_identity",
 ]

@@ -7,14 +7,17 @@ The input is the file, then (after a NUL) URLs to ask about. Oracles, on every i
 * reading the file raises nothing: a line that is no regular expression is reported with its
   number and left out, the others are the patterns, in order;
 * the combined regexes ignore exactly the URLs that one of the lines, compiled alone, searches
-  (the definition in the module's docstring), for fixed URLs and the input's own.
+  (the definition in the module's docstring), for fixed URLs and the input's own;
+* so do the lines filed under their literal text, as a file of more than ``SMALL`` lines is
+  searched: the input's lines after enough filler lines, read from scratch and as an append to
+  the filler alone (the incremental reload).
 """
 
 from __future__ import annotations
 
 import re
 
-from archiver.policy.ignores import Exclusions, parse_ignores
+from archiver.policy.ignores import SMALL, Exclusions, parse_ignores
 from tests.fuzz.harness import Target, agree
 
 URLS = (
@@ -24,6 +27,11 @@ URLS = (
     "http://example.com/search?q=%20x",
     "http://example.com/\u00e9t\u00e9",
 )
+
+#: lines that put a file past SMALL: the input's own lines are then filed among them
+FILLER = [f"/filler-{i:03d}/" for i in range(SMALL + 1)]
+FILLER_REGEXES = [re.compile(line) for line in FILLER]
+FILLER_ONLY = parse_ignores("\n".join(FILLER))
 
 
 def check(data: bytes) -> None:
@@ -44,6 +52,13 @@ def check(data: bytes) -> None:
         expected = any(p.search(url) for p in valid)
         agree(ignores.search(url) == expected, "combined regexes differ from the lines", url)
         agree(exclusions.ignored(url) == expected, "Exclusions.ignored differs", url)
+    filed_text = "\n".join(FILLER) + "\n" + text
+    filed = parse_ignores(filed_text)
+    appended = parse_ignores(filed_text, previous=FILLER_ONLY)
+    for url in (*URLS, *urls.split("\x00")):
+        expected = any(p.search(url) for p in valid) or any(p.search(url) for p in FILLER_REGEXES)
+        agree(filed.search(url) == expected, "filed lines differ from the lines", url)
+        agree(appended.search(url) == expected, "appended lines differ from the lines", url)
 
 
 TARGET = Target(
@@ -67,5 +82,16 @@ TARGET = Target(
         b"^",
         b"$",
         b"example",
+        b"{2,3}",
+        b"{",
+        b"[^/]",
+        b"\\",
+        b"?",
+        b"*",
+        b"+",
+        b"\\x41",
+        b"session",
+        "\u017f".encode(),  # long s: (?i)s matches it
+        "\u212a".encode(),  # Kelvin sign: (?i)k matches it
     ),
 )
