@@ -40,7 +40,10 @@ class CrawlItem:
     a child outside, or resets it for one inside. ``found_by`` names the extractor that found
     the URL (:class:`archiver.extract.found.Extractor`: ``html``, ``feed``, ``pdf``…), ``""``
     for a seed, a sitemap entry or robots.txt; a redirect's target keeps its source's, so a
-    link that redirects to a 404 still counts against the extractor that found it.
+    link that redirects to a 404 still counts against the extractor that found it. ``page``
+    names the page a requisite serves when that is not ``via`` (a playlist's segment, an image
+    of a page's stylesheet, a requisite reached through a redirect), ``""`` otherwise: what a
+    per-page budget counts against (:attr:`page_url`).
     ``seed`` names the seed whose rules judge the URL (:func:`archiver.policy.seeds.seed_key`
     of the seed's URL; 0: the crawl's own rules): a child inherits it, and the scope gives it
     the seed whose site it is on. Every frontier keeps it, so a resumed or shared crawl judges
@@ -55,6 +58,7 @@ class CrawlItem:
     tries: int = 0
     extra: int = 0
     found_by: str = ""
+    page: str = ""
     seed: int = 0
 
     @property
@@ -71,6 +75,20 @@ class CrawlItem:
             return False
         return self.hops.rstrip("R").endswith("E")
 
+    @property
+    def page_url(self) -> str:
+        """The page this URL serves: itself unless it is a requisite, else the page whose
+        requisites led to it (through playlists, stylesheets and redirects)."""
+        if not self.is_requisite:
+            return self.url
+        return self.page or self.via or self.url
+
+    def _child_page(self) -> str:
+        """``page`` of a requisite child: ``""`` when the child's ``via`` (this URL) is its
+        page."""
+        page = self.page_url
+        return "" if page == self.url else page
+
     def child(self, url: str, hop: Hop, found_by: str = "") -> CrawlItem:
         """The item for a URL discovered while processing this one (by extractor
         ``found_by``)."""
@@ -83,6 +101,7 @@ class CrawlItem:
                 via=self.url,
                 extra=self.extra,
                 found_by=self.found_by,
+                page=self._child_page(),
                 seed=self.seed,
             )
         depth = self.depth + 1 if hop is Hop.LINK else self.depth
@@ -93,6 +112,7 @@ class CrawlItem:
             via=self.url,
             extra=self.extra,
             found_by=found_by,
+            page=self._child_page() if hop is Hop.EMBED else "",
             seed=self.seed,
         )
 
@@ -106,6 +126,7 @@ class CrawlItem:
             tries=self.tries + 1,
             extra=self.extra,
             found_by=self.found_by,
+            page=self.page,
             seed=self.seed,
         )
 
@@ -134,6 +155,8 @@ class SkipReason(enum.StrEnum):
     BUDGET = "budget"
     HOST_BUDGET = "host-budget"
     SEED_BUDGET = "seed-budget"  #: its seed's ``max_pages`` reached (the crawl goes on)
+    #: a media requisite of a page that has spent its media byte budget (--media-max-bytes)
+    MEDIA_BUDGET = "media-budget"
     REDIRECT_LIMIT = "redirect-limit"
     INVALID_URL = "invalid-url"
 
@@ -250,10 +273,14 @@ class WrittenCapture:
 
     @property
     def primary(self) -> WrittenRecord | None:
-        """The record an index line and a dedup entry describe (response or revisit)."""
+        """The record an index line and a dedup entry describe: the response or revisit of an
+        HTTP capture (never the request or the metadata beside it), the resource of one the
+        crawl made, or the metadata record of a capture that is only that (yt-dlp's info)."""
         for rec in self.records:
             if rec.record_type in ("response", "revisit", "resource"):
                 return rec
+        if len(self.records) == 1 and self.records[0].record_type == "metadata":
+            return self.records[0]
         return None
 
 

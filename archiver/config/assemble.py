@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import asyncio
 import importlib.metadata
+import importlib.util
 import math
 import os
 import platform
@@ -27,6 +28,8 @@ from archiver.fetch.cookiestxt import CookieFileError, CookieLine, parse_text
 from archiver.fetch.fetcher import FetchConfig
 from archiver.fetch.proxy import ProxyRoutes, parse_direct_hosts, parse_proxy_url
 from archiver.frontier.config import FrontierConfig
+from archiver.media.formats import format_spec
+from archiver.media.resolver import ResolverConfig
 from archiver.policy.credentials import credential_scope
 from archiver.policy.netguard import AddressPolicy
 from archiver.policy.politeness import Politeness
@@ -161,6 +164,29 @@ def check_browser(s: Settings, seeds: Iterable[Seed] = ()) -> None:
         find_chromium(s.chromium)
     except BrowserUnavailableError as exc:
         raise SettingsError("--chromium" if s.chromium else "--browser", str(exc)) from None
+
+
+def check_media(s: Settings) -> None:
+    """With ``--media yt-dlp``, yt-dlp must be installed (it is an optional extra): a usage
+    error saying how to install it, before anything is written. Looked up, not imported: only
+    the resolver's child processes import it."""
+    if s.media != "yt-dlp":
+        return
+    if importlib.util.find_spec("yt_dlp") is None:
+        raise SettingsError(
+            "--media", "yt-dlp is not installed: pip install 'archiver[media]' (or yt-dlp)"
+        )
+
+
+def media_resolver_config(s: Settings) -> ResolverConfig:
+    """The yt-dlp resolver of ``--media yt-dlp``: the time limit, a child process per two
+    workers (at most four: each holds ~100 MB), the format spec of the rendition rule's
+    bit-rate cap."""
+    return ResolverConfig(
+        timeout=s.media_timeout,
+        processes=min(max(s.workers // 2, 1), 4),
+        format_spec=format_spec(s.media_max_bitrate or None),
+    )
 
 
 def cookie_file(s: Settings) -> tuple[CookieLine, ...]:

@@ -782,9 +782,20 @@ class Settings:
         "scope",
         "HLS and DASH playlists: 'playlists' follows one rendition of each (the highest "
         "bandwidth within --media-max-bitrate, else the lowest) and its segments as "
-        "requisites, within --media-max-bytes; 'off' leaves playlists unread.",
-        p_choice("playlists", "off"),
-        choices=("playlists", "off"),
+        "requisites, within --media-max-bytes; 'yt-dlp' also asks yt-dlp (pip install "
+        "'archiver[media]') to resolve the media of each page, every request it makes "
+        "fetched and recorded by the crawl, and fetches them as requisites of the page; "
+        "'off' leaves playlists unread.",
+        p_choice("playlists", "yt-dlp", "off"),
+        choices=("playlists", "yt-dlp", "off"),
+    )
+    media_timeout: float = setting(
+        60.0,
+        "scope",
+        "With --media yt-dlp: how long yt-dlp may take to resolve one page's media, the "
+        "requests it makes included; past it the page costs one logged failure.",
+        parse_page_timeout,
+        metavar="DURATION",
     )
     media_max_bitrate: int | None = setting(
         8_000_000,
@@ -796,8 +807,11 @@ class Settings:
     media_max_bytes: int | None = setting(
         500_000_000,
         "scope",
-        "Media bytes one playlist may list, estimated from its renditions' bandwidth and "
-        "segment durations; the later segments are left out (logged). 0 = no limit.",
+        "Media bytes one page may use, all its playlists, renditions, segments and media "
+        "files together, counted across workers and processes: a playlist lists segments "
+        "while their estimated size (bandwidth x duration) fits in what its page has left, "
+        "and a playlist's or yt-dlp's media requisite is skipped (media-budget) once its page "
+        "has spent the budget. 0 = no limit.",
         parse_size,
         metavar="SIZE",
     )

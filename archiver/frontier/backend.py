@@ -15,6 +15,7 @@ from archiver.frontier.sqlite import (
     SqliteCapturedUrls,
     SqliteDigestIndex,
     SqliteFrontier,
+    SqliteMediaBytes,
     SqliteSeedStore,
 )
 
@@ -24,6 +25,7 @@ if TYPE_CHECKING:
         RedisCookieStore,
         RedisDigestIndex,
         RedisFrontier,
+        RedisMediaBytes,
         RedisRobotsCache,
         RedisSeedStore,
     )
@@ -40,9 +42,11 @@ class Backend:
     are remembered (an :class:`archiver.dedup.captured.CapturedUrls`). ``robots_cache`` is the
     robots.txt cache that the processes of a shared crawl share (None otherwise), and
     ``cookies`` their cookie jar's storage (an :class:`archiver.fetch.cookies.CookieStore`;
-    None otherwise: the run keeps its own). ``seeds`` keeps the rules of the seeds that have
-    their own (an :class:`archiver.policy.seeds.SeedStore`) for a resumed run and the other
-    processes; None for the memory backend (the run keeps them in memory).
+    None otherwise: the run keeps its own). ``media`` is where the media bytes each page's
+    requisites took are counted (an :class:`archiver.pipeline.mediabudget.MediaBytes`; None
+    for the memory backend, whose caller counts in memory). ``seeds`` keeps the rules of the
+    seeds that have their own (an :class:`archiver.policy.seeds.SeedStore`) for a resumed run
+    and the other processes; None for the memory backend (the run keeps them in memory).
     """
 
     frontier: Frontier
@@ -50,6 +54,7 @@ class Backend:
     captured: SqliteCapturedUrls | RedisCapturedUrls | None = None
     robots_cache: RedisRobotsCache | None = None
     cookies: RedisCookieStore | None = None
+    media: SqliteMediaBytes | RedisMediaBytes | None = None
     seeds: SqliteSeedStore | RedisSeedStore | None = None
     #: the frontier of a crawl shared in Redis, for :attr:`is_last`
     shared: RedisFrontier | None = None
@@ -77,6 +82,7 @@ def open_backend(config: FrontierConfig, *, log: Any = None) -> Backend:
             sqlite,
             digests=sqlite.digest_index(),
             captured=sqlite.captured_urls(),
+            media=sqlite.media_bytes(),
             seeds=sqlite.seed_store(),
         )
     if not config.shared:
@@ -98,6 +104,7 @@ def open_backend(config: FrontierConfig, *, log: Any = None) -> Backend:
         captured=redis.captured_urls(),
         robots_cache=redis.robots_cache(),
         cookies=redis.cookie_store(),
+        media=redis.media_bytes(),
         seeds=redis.seed_store(),
         shared=redis,
     )

@@ -10,10 +10,11 @@ for a request made on its behalf):
    given since it was queued, or on resume, skips it; the seed's rules are learned first:
    :mod:`archiver.pipeline.seeds`); a request made on its behalf is checked as discovery checks
    a link (the live ``ignores``, then the scope), except the leased URL itself;
-2. budgets (``--max-pages``, ``--max-bytes``, its seed's ``max_pages``), for the leased URL: a
-   page within budget reserves its place, given back when it is not captured as a page (the
-   fetch failed, a bot challenge was served, a redirect); a seed past its budget has its pages
-   skipped, the crawl goes on;
+2. budgets, for the leased URL: its page's media byte budget (:mod:`.mediabudget`: a
+   segment of a page that has spent it is skipped), ``--max-pages``, ``--max-bytes`` and its
+   seed's ``max_pages``: a page within budget reserves its place, given back when it is not
+   captured as a page (the fetch failed, a bot challenge was served, a redirect); a seed past
+   its budget has its pages skipped, the crawl goes on;
 3. robots.txt (RFC 9309), fetched and archived inside this lease when the host's copy is
    missing (:meth:`Capturer.fetch_robots`, handed to :mod:`archiver.policy.robots`); the
    sitemaps it lists are queued;
@@ -196,6 +197,8 @@ class Capturers:
         self.budgets = Budgets(context)
         #: the rules of each lease's seed, its page budget, its hosts' spacing
         self.seeds: SeedRuns = discovery.seeds
+        #: the per-page media byte budget (--media-max-bytes), the one discovery reads
+        self.media = discovery.media
         #: captures of robots.txt (and its redirects): not what a crawl is run for
         self.robots_captures = 0
 
@@ -261,6 +264,8 @@ class Capturer:
             return Refused(unwanted)
         if self._parts.scope.seed_excluded(item):
             return Refused(SkipReason.EXCLUDED)
+        if await shared.media.over(item):
+            return Refused(SkipReason.MEDIA_BUDGET)
         counts_as_page = not item.is_requisite and not is_sitemap(item)
         budget = shared.budgets.reserve(counts_as_page)
         if budget is not None:
@@ -381,6 +386,7 @@ class Capturer:
         with self._writing():
             written = await self._shared.recorder.record(exchange, admitted.revalidation)
             self._keep(written)
+            await self._shared.media.spend(admitted.request.item, exchange)
             recall = self._shared.recall
             if admitted.claim is not None and recall is not None:
                 recall.captured(admitted.request.item.url, written)

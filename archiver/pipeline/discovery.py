@@ -14,6 +14,7 @@ the children of a done URL.
 
 from __future__ import annotations
 
+from dataclasses import replace
 from datetime import datetime
 
 from archiver import urls
@@ -32,6 +33,7 @@ from archiver.extract.media import MediaLimits
 from archiver.extract.pdf import PdfLimits
 from archiver.extract.text import page_text
 from archiver.models import CrawlItem, Exchange, Hop, SkipReason
+from archiver.pipeline.mediabudget import MediaBudget
 from archiver.pipeline.outcomes import Outcomes
 from archiver.pipeline.parts import Parts, RunContext
 from archiver.pipeline.seeds import SeedRuns
@@ -46,7 +48,12 @@ class Discovery:
     repeated on every page cost a set lookup, not a scope check and a frontier call."""
 
     def __init__(
-        self, context: RunContext, parts: Parts, outcomes: Outcomes, seeds: SeedRuns
+        self,
+        context: RunContext,
+        parts: Parts,
+        outcomes: Outcomes,
+        seeds: SeedRuns,
+        media: MediaBudget,
     ) -> None:
         self._settings = context.settings
         self._stats = context.stats
@@ -67,6 +74,8 @@ class Discovery:
         self._uncached = {SkipReason.DEPTH, SkipReason.HOST_BUDGET}
         self._ignores_version = parts.exclusions.version
         self._options = extract_options(self._settings)
+        #: the per-page media byte budget: what a playlist of a page may still list
+        self.media = media
         self._pdf_limits = PdfLimits(
             max_pages=self._settings.pdf_max_pages,
             seconds=self._settings.pdf_timeout or PDF_NO_TIMEOUT,
@@ -79,18 +88,23 @@ class Discovery:
         page that a browser is about to load has its requisites loaded by the browser and is
         listed with its DOM's title: then ``requisites`` and ``list_page`` are False. Returns
         the text the page was listed with (``--text``), for its record."""
-        text = None
-        if 300 <= ex.status < 400:
-            children = self._redirect(item, ex)
-        elif is_sitemap(item):
-            children = self._sitemap_entries(item, ex)
-        elif 200 <= ex.status < 300 and ex.body is not None:
-            children, text = await self._links(item, ex, requisites=requisites, list_page=list_page)
-        else:
-            children = []
+        children, text = await self.children(item, ex, requisites=requisites, list_page=list_page)
         if children:
             await self.put(children)
         return text
+
+    async def children(
+        self, item: CrawlItem, ex: Exchange, *, requisites: bool = True, list_page: bool = True
+    ) -> tuple[list[CrawlItem], str | None]:
+        """What :meth:`discover` queues, not queued yet (a caller that drops some first: the
+        yt-dlp stage, for what it captured already), and the page's text."""
+        if 300 <= ex.status < 400:
+            return self._redirect(item, ex), None
+        if is_sitemap(item):
+            return self._sitemap_entries(item, ex), None
+        if 200 <= ex.status < 300 and ex.body is not None:
+            return await self._links(item, ex, requisites=requisites, list_page=list_page)
+        return [], None
 
     def _redirect(self, item: CrawlItem, ex: Exchange) -> list[CrawlItem]:
         location = ex.header("Location")
@@ -174,7 +188,10 @@ class Discovery:
                 if kind is Extractor.PDF:
                     found = await self._pdf(item, ex, body, encoding)
                 else:
-                    extracted = extract_document(kind, body, item.url, encoding, self._options)
+                    options = self._options
+                    if kind in (Extractor.HLS, Extractor.DASH):
+                        options = await self._media_options(item)
+                    extracted = extract_document(kind, body, item.url, encoding, options)
                     if extracted.note is not None:
                         event, fields = extracted.note
                         self._log.info(event, url=item.url, **fields)
@@ -190,6 +207,15 @@ class Discovery:
                 "links-truncated", url=item.url, limit=self._settings.max_links_per_page
             )
         return found
+
+    async def _media_options(self, item: CrawlItem) -> ExtractOptions:
+        """The options a playlist is read with: its segments are listed within what its page
+        has left of the media budget (:mod:`archiver.pipeline.mediabudget`)."""
+        options = self._options
+        left = await self.media.left(item)
+        if options.media is None or left is None:
+            return options
+        return replace(options, media=replace(options.media, max_bytes=left))
 
     async def _pdf(
         self, item: CrawlItem, ex: Exchange, body: bytes, encoding: str | None

@@ -16,6 +16,7 @@ from archiver.fetch.fetcher import Fetcher
 from archiver.frontier.base import Frontier
 from archiver.models import CrawlItem, Exchange
 from archiver.pipeline.counters import CrawlStats
+from archiver.pipeline.mediabudget import MediaBytes, MemoryMediaBytes
 from archiver.pipeline.recall import Recall
 from archiver.policy.ignores import Exclusions
 from archiver.policy.robots import RobotsReport, RobotsRules, RobotsStats
@@ -26,6 +27,7 @@ from archiver.warc.writer import Writer
 
 if TYPE_CHECKING:
     from archiver.browser.pool import BrowserPool
+    from archiver.media.resolver import YtDlpResolver
 
 #: Fetch a URL and archive the exchange as part of the current lease (used for robots.txt).
 ArchiveFetch = Callable[[str], Awaitable[Exchange]]
@@ -92,6 +94,10 @@ class Parts:
     browser: BrowserParts | None = None
     #: --exclude and the live ignores: checked again when a URL is leased (run.control)
     exclusions: Exclusions = field(default_factory=Exclusions)
+    #: the media bytes each page's requisites took (the per-page media budget)
+    media_bytes: MediaBytes = field(default_factory=MemoryMediaBytes)
+    #: yt-dlp, in a crawl with ``--media yt-dlp``
+    media_resolver: YtDlpResolver | None = None
 
 
 __all__ = ["ArchiveFetch", "BrowserParts", "PageList", "Parts", "RobotsChecker", "RunContext"]

@@ -18,9 +18,10 @@ Steps, in order:
    served instead of the page (:mod:`archiver.policy.challenge`) is not archived but retried later;
 3. records, written (:mod:`archiver.pipeline.recording`, through the capturer);
 4. discovery: the redirect ``Location`` or the page's links, scope-checked and queued
-   (:mod:`archiver.pipeline.discovery`); a page that needs a browser is loaded in it, every
-   request it makes admitted and captured by the same capturer
-   (:mod:`archiver.pipeline.browsing`);
+   (:mod:`archiver.pipeline.discovery`); with ``--media yt-dlp``, the page's media resolved by
+   yt-dlp, its requests captured by the lease's capturer (:mod:`archiver.pipeline.media`); a
+   page that needs a browser is loaded in it, every request it makes admitted and captured by
+   the same capturer (:mod:`archiver.pipeline.browsing`);
 5. the outcome: done, retry later (transient failure, 5xx, 429) or failed
    (:mod:`archiver.pipeline.outcomes`).
 """
@@ -36,6 +37,8 @@ from archiver.frontier.base import Lease
 from archiver.models import CrawlItem, Exchange, TaskResult, WrittenCapture
 from archiver.pipeline.capture import Admitted, Capturer, Capturers, Refused
 from archiver.pipeline.discovery import Discovery
+from archiver.pipeline.media import MediaResolving
+from archiver.pipeline.mediabudget import MediaBudget
 from archiver.pipeline.outcomes import Outcomes
 from archiver.pipeline.parts import Parts, RunContext
 from archiver.pipeline.recording import text_capture
@@ -54,9 +57,16 @@ class Pipeline:
         self.parts = parts
         self.outcomes = Outcomes(context)
         self.seeds = SeedRuns(parts.scope.table, parts.frontier)
-        self.discovery = Discovery(context, parts, self.outcomes, self.seeds)
+        media = MediaBudget(context.settings.media_max_bytes or None, parts.media_bytes)
+        self.discovery = Discovery(context, parts, self.outcomes, self.seeds, media)
         recall = parts.browser.recall if parts.browser is not None else None
         self.capturers = Capturers(context, parts, self.outcomes, self.discovery, recall)
+        #: yt-dlp's stage, in a crawl with --media yt-dlp
+        self.media: MediaResolving | None = None
+        if parts.media_resolver is not None:
+            self.media = MediaResolving(
+                context, parts.media_resolver, self.discovery, parts.factory
+            )
         #: the browser stage, in a crawl that uses one
         self.browsing: Browsing | None = None
         if parts.browser is not None:
@@ -117,6 +127,9 @@ class Pipeline:
             item, content, requisites=why is None, list_page=why is None
         )
         await self._text_record(capturer, text)
+        media = self.media
+        if media is not None and media.wants(item, content):
+            await media.resolve(capturer, content, written)
         if browsing is not None and why is not None:
             failed = await browsing.load(capturer, content, written, why)
             if failed is not None:

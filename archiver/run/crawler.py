@@ -24,7 +24,7 @@ import traceback
 from collections.abc import Callable
 from typing import IO, Any, Protocol
 
-from archiver.config.assemble import check_browser, cookie_file, wacz_signer
+from archiver.config.assemble import check_browser, check_media, cookie_file, wacz_signer
 from archiver.config.settings import Settings
 from archiver.dedup.previous import PreviousCrawls
 from archiver.errors import ArchiverError, FrontierError, OutputError, StateError, WriteError
@@ -196,6 +196,7 @@ class Crawler:
         self._cookies = cookie_file(self.settings)  # a bad file is a usage error, before output
         self._signer = wacz_signer(self.settings)  # so is an unusable signing key
         check_browser(self.settings, start_seeds.seeds)  # no Chromium: a usage error, first
+        check_media(self.settings)  # so is yt-dlp for --media yt-dlp
         self.layout.root.mkdir(parents=True, exist_ok=True)
         lock = OutputLock(self.layout.lock_file)
         lock.acquire()

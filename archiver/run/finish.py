@@ -187,6 +187,7 @@ async def finish(
     if stages.reserve is not None:
         stages.reserve.release()  # room for the last words on a full disk
     await _close_browser(stages)
+    await _close_media_resolver(stages)
     status, reason = await _close_writer(run, stages, status, reason, immediate=immediate)
     await _close_stages(stages)
     save_cookies(run, stages)
@@ -244,6 +245,12 @@ async def _close_browser(stages: Stages) -> None:
         await stages.browser.close()
     except ArchiverError as exc:
         stages.log.error("browser-close", error=str(exc))
+
+
+async def _close_media_resolver(stages: Stages) -> None:
+    """yt-dlp's child processes stopped (the workers are done with them)."""
+    if stages.media_resolver is not None:
+        await stages.media_resolver.close()
 
 
 async def _close_writer(

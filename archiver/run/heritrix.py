@@ -71,6 +71,7 @@ SKIP_STATUS: dict[str, int] = {
     "robots": -9998,
     "budget": -5003,
     "host-budget": -5003,
+    "media-budget": -5003,
 }
 
 #: Heritrix's annotations for ``WARC-Truncated`` reasons; others are written ``truncated:REASON``.

@@ -36,6 +36,7 @@ from archiver.config.assemble import (
     default_output,
     fetch_config,
     frontier_config,
+    media_resolver_config,
     politeness,
     record_factory,
     robots_checker,
@@ -54,8 +55,10 @@ from archiver.frontier import Backend, open_backend
 from archiver.frontier.base import Frontier
 from archiver.frontier.config import REDIS_SCHEMES
 from archiver.index import cdxj
+from archiver.media.resolver import YtDlpResolver
 from archiver.models import CrawlItem, ResumeInfo
 from archiver.pipeline.counters import CrawlStats
+from archiver.pipeline.mediabudget import MediaBytes, MemoryMediaBytes
 from archiver.pipeline.parts import BrowserParts, Parts, RunContext
 from archiver.pipeline.pipeline import Pipeline
 from archiver.policy.ignores import Exclusions, compile_patterns
@@ -121,6 +124,10 @@ class Stages:
     cookie_store: CookieStore | None = None
     #: the rules of the seeds that have their own, kept for later runs and other processes
     seed_store: SeedStore = field(default_factory=MemorySeedStore)
+    #: the media bytes each page took, where the backend counts them (None: in memory)
+    media_bytes: MediaBytes | None = None
+    #: yt-dlp's child processes (--media yt-dlp)
+    media_resolver: YtDlpResolver | None = None
     scope: Scope | None = None
     robots: Robots | None = None
     sitemaps: SitemapPolicy = field(default_factory=lambda: SitemapPolicy(enabled=False))
@@ -260,6 +267,7 @@ async def assemble(run: Run, stages: Stages, options: Options) -> None:
     writer.start()
     pages = stages.pages = PageList(layout.pages)
     browser = await open_browser(run, stages)
+    media_resolver = await open_media_resolver(run, stages)
     parts = Parts(
         frontier=frontier,
         robots=robots,
@@ -273,6 +281,8 @@ async def assemble(run: Run, stages: Stages, options: Options) -> None:
         pages=pages,
         browser=browser,
         exclusions=control.exclusions,
+        media_bytes=stages.media_bytes or MemoryMediaBytes(),
+        media_resolver=media_resolver,
     )
     context = RunContext(s, run.stats, log, stages.crawl_log.info_event)
     pipeline = stages.pipeline = options.pipeline_class(context, parts)
@@ -330,6 +340,7 @@ async def open_frontier(run: Run, stages: Stages, injected: Backend | None) -> R
     stages.cookie_store = backend.cookies
     if backend.seeds is not None:
         stages.seed_store = backend.seeds
+    stages.media_bytes = backend.media
     stages.is_last = lambda: backend.is_last
     return info
 
@@ -352,6 +363,17 @@ async def open_browser(run: Run, stages: Stages) -> BrowserParts | None:
         stages.captured or MemoryCapturedUrls(), run.layout.warcs, max_body=MAX_FULFILL_BODY
     )
     return BrowserParts(pool, recall, MAX_FULFILL_BODY, references=s.qa)
+
+
+async def open_media_resolver(run: Run, stages: Stages) -> YtDlpResolver | None:
+    """yt-dlp's resolver (``--media yt-dlp``), its first child started: yt-dlp that cannot run
+    stops the crawl here, before any page is fetched. Its children never reach the network."""
+    if run.settings.media != "yt-dlp":
+        return None
+    resolver = stages.media_resolver = YtDlpResolver(media_resolver_config(run.settings))
+    version = await resolver.start()
+    stages.log.info("yt-dlp-ready", version=version, network_isolated=resolver.isolated)
+    return resolver
 
 
 def run_writer_config(run: Run) -> WriterConfig:

@@ -288,6 +288,37 @@ class RecordFactory:
             payload_digest=block_digest,
         )
 
+    def described(
+        self, target_uri: str, content_type: str, data: bytes, *, refers_to: str | None = None
+    ) -> PendingCapture:
+        """A ``metadata`` record (WARC 1.1 section 6.6) that describes a capture rather than
+        being one, such as the info JSON yt-dlp resolved for a page (``urn:yt-dlp:URL``): its
+        own target URI keeps it apart from the page in an index and in replay, and
+        ``WARC-Refers-To`` names the record it describes (section 5.11). Indexed as
+        cdxj-indexer indexes a metadata record that is not ``application/warc-fields``."""
+        block_digest = digest.digest_bytes(self.algorithm, data)
+        headers = [
+            ("WARC-Type", "metadata"),
+            ("WARC-Record-ID", self.new_id()),
+            ("WARC-Date", warc_date(self.clock())),
+            ("WARC-Target-URI", safe_value(target_uri)),
+        ]
+        if refers_to:
+            headers.append(("WARC-Refers-To", refers_to))
+        headers += [
+            ("WARC-Block-Digest", block_digest),
+            ("WARC-Payload-Digest", block_digest),
+            ("Content-Type", content_type),
+        ]
+        return PendingCapture(
+            url=target_uri,
+            records=[PendingRecord("metadata", headers, data, len(data))],
+            index=IndexFields(
+                url=target_uri, mime=cdx_mime(content_type), status=None, digest=block_digest
+            ),
+            payload_digest=block_digest,
+        )
+
     def metadata(
         self,
         target_uri: str,

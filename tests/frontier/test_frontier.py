@@ -195,7 +195,7 @@ async def test_a_url_stays_seen_after_it_is_done(h: Harness) -> None:
 
 async def test_fifo_within_a_host_and_items_intact(h: Harness) -> None:
     frontier = await h.make()
-    # the extractor's name and the extra-hops count come back as put, whichever is set
+    # the extractor's name, the extra-hops count and the page come back as put, whichever is set
     items = [
         item(
             f"/{n}",
@@ -206,6 +206,7 @@ async def test_fifo_within_a_host_and_items_intact(h: Harness) -> None:
             via="v/",
             extra=n % 3,
             found_by=("", "feed", "js-module")[n % 4 % 3],
+            page=("", "http://a.example:8080/page")[n % 5 % 2],
             seed=(n % 4) << 44,  # 0 (the crawl's own rules) and three seeds' keys
         )
         for n in range(30)

@@ -159,9 +159,12 @@ def test_items_round_trip() -> None:
     for extra, seed in ((2, 0), (0, 1 << 47), (1, 5)):
         varied = dataclasses.replace(item, extra=extra, seed=seed)
         assert decode_item(encode_item(varied)) == varied
-    assert encode_item(dataclasses.replace(item, seed=5)).endswith(b',"x",1,0,"",5]')
-    both = dataclasses.replace(item, found_by="feed", seed=7)
-    assert decode_item(encode_item(both)) == both
+    assert encode_item(dataclasses.replace(item, seed=5)).endswith(b',"x",1,0,"","",5]')
+    every = dataclasses.replace(item, found_by="feed", page="http://a.test/p", seed=7)
+    assert decode_item(encode_item(every)) == every
+    page_only = dataclasses.replace(item, page="http://a.test/p")
+    assert encode_item(page_only).endswith(b',"x",1,0,"","http://a.test/p"]')
+    assert decode_item(encode_item(page_only)) == page_only
 
 
 @pytest.mark.parametrize(
@@ -414,6 +417,9 @@ async def test_late_outcome_counts_once(make: Factory) -> None:
     await late.task_done(first, DONE)
     await late.flush()
     await other.task_done(second, DONE)
+    # the late outcome alone ends the join: the second outcome is sent (and the counts read
+    # back with it) by the flush, which the assertion below is about
+    await other.flush()
     async with asyncio.timeout(WAIT):
         await other.join()
     stats = other.statistics()
@@ -740,6 +746,24 @@ async def test_digest_index_first_writer_wins(make: Factory, client: aioredis.Re
     assert await one.lookup("sha1:BBB") == Original(
         "<urn:uuid:3>", "http://a.test/b", "2024-01-03T00:00:00Z"
     )
+
+
+async def test_media_bytes_are_one_count_per_page_for_every_process(
+    make: Factory, client: aioredis.Redis
+) -> None:
+    """Two processes' frontiers add to one page's media bytes: each sees the other's."""
+    first, second = await make(), await make()
+    one, two = first.media_bytes(), second.media_bytes()
+    page = "http://a.test/watch"
+    assert await one.spent(page) == 0
+    await one.add(page, 1_000)
+    await two.add(page, 250)
+    await two.add("http://a.test/other", 7)
+    await first.flush()
+    await second.flush()
+    assert await one.spent(page) == await two.spent(page) == 1_250
+    assert await client.hget(first.prefix + "media", page) == b"1250"
+    assert await one.spent("http://a.test/other") == 7
 
 
 async def test_robots_cache_round_trip_and_ttl(make: Factory, client: aioredis.Redis) -> None:

@@ -281,6 +281,23 @@ async def test_digest_index_persists(tmp_path: Path) -> None:
     await again.close()
 
 
+async def test_media_bytes_per_page_persist(tmp_path: Path) -> None:
+    """A resumed crawl goes on with what each page has spent of its media budget."""
+    db = tmp_path / "f.sqlite"
+    frontier = sqlite_frontier(db)
+    await frontier.open()
+    media = frontier.media_bytes()
+    await media.add("http://a.example/watch", 1_000)
+    await media.add("http://a.example/watch", 250)
+    assert await media.spent("http://a.example/watch") == 1_250
+    await frontier.close()
+    again = sqlite_frontier(db)
+    await again.open()
+    assert await again.media_bytes().spent("http://a.example/watch") == 1_250
+    assert await again.media_bytes().spent("http://a.example/other") == 0
+    await again.close()
+
+
 async def test_captured_urls_persist(tmp_path: Path) -> None:
     db = tmp_path / "f.sqlite"
     frontier = sqlite_frontier(db)
@@ -457,13 +474,13 @@ def test_every_statement_of_the_sql_files_compiles_against_the_schema(tmp_path: 
     for statement in sql.schema_statements():
         conn.execute(statement)
     # the add-*-column statements upgrade a database written before their columns existed
-    upgrades = ("add-extra-column", "add-found-by-column", "add-seed-column")
+    upgrades = ("add-extra-column", "add-found-by-column", "add-page-column", "add-seed-column")
     before = sqlite3.connect(tmp_path / "old.sqlite")
     before.execute("CREATE TABLE urls (id INTEGER PRIMARY KEY)")
     for name in upgrades:
         before.execute(sql.QUERIES[name])
     columns = [row[1] for row in before.execute("PRAGMA table_info(urls)")]
-    assert columns == ["id", "extra", "found_by", "seed"]
+    assert columns == ["id", "extra", "found_by", "page", "seed"]
     before.close()
     sized = {
         "host-insert": {"rows": sql.values(2, 2)},

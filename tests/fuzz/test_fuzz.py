@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import re
 import subprocess
-from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 import pytest
@@ -17,8 +16,8 @@ from tests.fuzz.campaign import ROOT, SEEDS
 from tests.fuzz.harness import NAMES, load
 
 #: Seconds each target runs under atheris in the suite. A target's start (importing archiver
-#: under instrumentation, loading its corpus) costs about 6 s of CPU, so 18 targets two at a
-#: time take about 90 s on an idle 2-core machine.
+#: under instrumentation, loading its corpus) costs about 6 s of CPU, so 18 targets take
+#: about 90 s of the suite's two workers on an idle 2-core machine.
 SUITE_SECONDS = 4
 _LINE = re.compile(r"(\w+): (\d+) execs, (\d+) features, (\d+) corpus, (\d+) crashes")
 
@@ -66,11 +65,8 @@ def _fuzz_briefly(name: str, work: Path) -> str | None:
     return result.stdout + (log.read_text(errors="replace")[-3000:] if log.exists() else "")
 
 
-def test_every_target_fuzzes_briefly_without_a_crash(tmp_path: Path) -> None:
-    """Two targets at a time (the machine has two cores): about a minute for all of them."""
-    with ThreadPoolExecutor(max_workers=2) as pool:
-        outcomes = dict(
-            zip(NAMES, pool.map(lambda n: _fuzz_briefly(n, tmp_path), NAMES), strict=True)
-        )
-    failed = {name: what for name, what in outcomes.items() if what is not None}
-    assert not failed, "\n\n".join(f"{name}:\n{what}" for name, what in failed.items())
+@pytest.mark.parametrize("name", NAMES)
+def test_the_target_fuzzes_briefly_without_a_crash(name: str, tmp_path: Path) -> None:
+    """One target at a time, so that the suite's workers (pytest-xdist) share them out."""
+    failed = _fuzz_briefly(name, tmp_path)
+    assert failed is None, f"{name}:\n{failed}"

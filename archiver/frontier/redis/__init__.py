@@ -80,6 +80,7 @@ from archiver.frontier.redis.services import (
     RedisCapturedUrls,
     RedisCookieStore,
     RedisDigestIndex,
+    RedisMediaBytes,
     RedisRobotsCache,
     RedisSeedStore,
 )
@@ -92,6 +93,7 @@ __all__ = [
     "RedisFrontier",
     "RedisLedger",
     "RedisLink",
+    "RedisMediaBytes",
     "RedisPoliteness",
     "RedisQueue",
     "RedisRobotsCache",

@@ -37,15 +37,18 @@ def url_key(url: str) -> bytes:
 
 def item_json(item: CrawlItem) -> bytes:
     """``[url, redirects_left, depth, hops, via, tries]``, then ``extra`` (``--extra-hops``),
-    ``found_by`` (the extractor) and ``seed`` (per-seed rules), each only when it or one after
-    it is set: items written before they existed read back unchanged, and an item of a seed, of
-    the crawl's own rules, found by no named extractor costs no byte more."""
+    ``found_by`` (the extractor), ``page`` (a requisite's page) and ``seed`` (per-seed rules),
+    each only when it or one after it is set: items written before they existed read back
+    unchanged, and an item of a seed, of the crawl's own rules, found by no named extractor
+    costs no byte more."""
     fields: list[object] = [item.url, item.redirects_left, item.depth, item.hops, item.via]
     fields.append(item.tries)
-    if item.extra or item.found_by or item.seed:
+    if item.extra or item.found_by or item.page or item.seed:
         fields.append(item.extra)
-    if item.found_by or item.seed:
+    if item.found_by or item.page or item.seed:
         fields.append(item.found_by)
+    if item.page or item.seed:
+        fields.append(item.page)
     if item.seed:
         fields.append(item.seed)
     body = json.dumps(fields, separators=(",", ":"), ensure_ascii=False)
@@ -68,7 +71,8 @@ def decode_item(data: bytes) -> CrawlItem:
         tries=tries,
         extra=rest[0] if rest else 0,
         found_by=rest[1] if len(rest) > 1 else "",
-        seed=rest[2] if len(rest) > 2 else 0,
+        page=rest[2] if len(rest) > 2 else "",
+        seed=rest[3] if len(rest) > 3 else 0,
     )
 
 

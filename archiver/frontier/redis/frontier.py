@@ -30,6 +30,7 @@ from archiver.frontier.redis.services import (
     RedisCapturedUrls,
     RedisCookieStore,
     RedisDigestIndex,
+    RedisMediaBytes,
     RedisRobotsCache,
     RedisSeedStore,
 )
@@ -240,6 +241,10 @@ class RedisFrontier(RedisQueue):
     def captured_urls(self) -> RedisCapturedUrls:
         """The URLs the crawl captured, through this frontier's pump."""
         return RedisCapturedUrls(self.pump)
+
+    def media_bytes(self) -> RedisMediaBytes:
+        """The media bytes each page took, through this frontier's pump."""
+        return RedisMediaBytes(self.pump)
 
     def cookie_store(self) -> RedisCookieStore:
         return RedisCookieStore(self.pump)

@@ -1,8 +1,10 @@
 """What the processes of a shared crawl share besides the queue: payload digests (revisits across
 processes, WARC 1.1 section 6.7.2), the URLs captured (a browser's requests answered from any
 process's records), robots.txt fetches (RFC 9309 section 2.4 caching), the cookie jar (RFC
-6265: one user agent's cookies, whichever process received them) and the rules of the seeds
-that have their own (a URL one process queued is judged by its seed's rules in every other).
+6265: one user agent's cookies, whichever process received them), the media bytes each page's
+requisites took (one per-page budget, whichever process fetched them) and the rules of the
+seeds that have their own (a URL one process queued is judged by its seed's rules in every
+other).
 
 Each satisfies the protocol of the stage that uses it structurally
 (:class:`archiver.dedup.digests.DigestIndex`, :class:`archiver.dedup.captured.CapturedUrls`,
@@ -81,6 +83,25 @@ class RedisCapturedUrls:
 
     async def close(self) -> None:
         """Nothing to close: the frontier owns the connection (and flushes on close)."""
+
+
+class RedisMediaBytes:
+    """Page -> the media bytes captured for its requisites so far (``P:media``, a hash added
+    to with ``HINCRBY``, atomic on the server): the per-page media budget of
+    :mod:`archiver.pipeline.mediabudget`, whichever process captured the page's segments.
+    Commands ride the frontier's pump; an ``add`` is seen by this process's next ``spent``
+    and by the other processes' within a round trip."""
+
+    def __init__(self, pump: Pump) -> None:
+        self._pump = pump
+        self._key = pump.link.key("media")
+
+    async def spent(self, page: str) -> int:
+        raw = await self._pump.ask("HGET", self._key, page)
+        return 0 if raw is None else int(raw)
+
+    async def add(self, page: str, size: int) -> None:
+        self._pump.send("HINCRBY", self._key, page, size)
 
 
 class RedisRobotsCache:

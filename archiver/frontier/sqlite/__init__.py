@@ -53,7 +53,7 @@ the queue              :mod:`.queue`                               ``queue.py``
 host politeness        :mod:`archiver.frontier.local` (in-process) ``politeness.py``
 the capture ledger     :mod:`.ledger`                              ``ledger.py``
 what else it stores    :mod:`.services` (digests, captured URLs,   ``services.py``
-                       seeds' rules)
+                       media bytes per page, seeds' rules)
 items as stored        :mod:`.codec` (rows, states)                ``codec.py``
 the scripts            ``scripts/*.sql``, read by :mod:`.sql`      ``scripts/*.lua``, ``lua.py``
 the way to the store   :mod:`.store` (a thread, group commit),     ``pump.py`` (round trips),
@@ -73,6 +73,7 @@ from archiver.frontier.sqlite.queue import SqliteQueue
 from archiver.frontier.sqlite.services import (
     SqliteCapturedUrls,
     SqliteDigestIndex,
+    SqliteMediaBytes,
     SqliteSeedStore,
 )
 
@@ -83,6 +84,7 @@ __all__ = [
     "SqliteDigestIndex",
     "SqliteFrontier",
     "SqliteLedger",
+    "SqliteMediaBytes",
     "SqliteQueue",
     "SqliteSeedStore",
     "StoreStats",

@@ -220,6 +220,8 @@ class Database:
             x(Q["add-extra-column"])
         if "found_by" not in columns:
             x(Q["add-found-by-column"])
+        if "page" not in columns:
+            x(Q["add-page-column"])
         if "seed" not in columns:
             x(Q["add-seed-column"])
         row = x(Q["schema-version"]).fetchone()
@@ -442,6 +444,14 @@ class Database:
     def captured_get(self, url: str) -> str | None:
         row = self._x(Q["captured-get"], (url,)).fetchone()
         return None if row is None else str(row[0])
+
+    def media_add(self, pair: tuple[str, int]) -> None:
+        """Add media bytes captured for a page (``media_bytes``: page, bytes)."""
+        self._x(Q["media-add"], pair)
+
+    def media_get(self, page: str) -> int:
+        row = self._x(Q["media-get"], (page,)).fetchone()
+        return 0 if row is None else int(row[0])
 
     def seeds_add(self, specs: dict[int, str]) -> None:
         """Keep seeds' tables of rules by key (``seeds``: a later table of a key replaces)."""

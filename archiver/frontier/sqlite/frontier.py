@@ -24,6 +24,7 @@ from archiver.frontier.sqlite.queue import MEMORY_ITEMS, RECENT_URLS, WINDOW, Sq
 from archiver.frontier.sqlite.services import (
     SqliteCapturedUrls,
     SqliteDigestIndex,
+    SqliteMediaBytes,
     SqliteSeedStore,
 )
 from archiver.frontier.sqlite.store import COMMIT_INTERVAL, Store
@@ -71,6 +72,7 @@ class SqliteFrontier(SqliteQueue):
         self.ledger = SqliteLedger(store, self)
         self._digests = SqliteDigestIndex(store)
         self._captured = SqliteCapturedUrls(store)
+        self._media = SqliteMediaBytes(store)
         self._seeds = SqliteSeedStore(store)
         self._opened = False
         self.open_seconds = 0.0
@@ -132,6 +134,10 @@ class SqliteFrontier(SqliteQueue):
     def captured_urls(self) -> SqliteCapturedUrls:
         """The URLs the crawl captured, in this frontier's database (valid once it is open)."""
         return self._captured
+
+    def media_bytes(self) -> SqliteMediaBytes:
+        """The media bytes each page took, in this frontier's database (valid once open)."""
+        return self._media
 
     def seed_store(self) -> SqliteSeedStore:
         """The rules of the seeds that have their own, in this frontier's database."""

@@ -1,8 +1,8 @@
 """What else this crawl keeps in the SQLite frontier's database: payload digests (WARC 1.1
 section 6.7.2: what an identical-payload-digest revisit refers to), the URLs captured with
-their records' places (what a browser's requests are answered from), and the rules of the
-seeds that have their own (:mod:`archiver.policy.seeds`: what a resumed crawl judges the URLs
-it queued by).
+their records' places (what a browser's requests are answered from), the media bytes each
+page's requisites took (the per-page media budget) and the rules of the seeds that have their
+own (:mod:`archiver.policy.seeds`: what a resumed crawl judges the URLs it queued by).
 
 Within-crawl deduplication then survives a resume and costs no heap per entry. The classes
 satisfy :class:`archiver.dedup.digests.DigestIndex`,
@@ -77,6 +77,23 @@ class SqliteCapturedUrls:
 
     async def close(self) -> None:
         """Nothing to close: the frontier owns the database."""
+
+
+class SqliteMediaBytes:
+    """Page -> the media bytes captured for its requisites so far, in the ``media_bytes``
+    table (:class:`archiver.pipeline.mediabudget.MediaBytes`): a resumed crawl goes on with
+    what each page has spent. Operations of the frontier's store, in issue order."""
+
+    def __init__(self, store: Store) -> None:
+        self._store = store
+
+    async def spent(self, page: str) -> int:
+        self._store.check()
+        return int(await self._store.run(self._store.db.media_get, page))
+
+    async def add(self, page: str, size: int) -> None:
+        self._store.check()
+        self._store.submit(CALL, (self._store.db.media_add, (page, size)))
 
 
 class SqliteSeedStore:

@@ -12,6 +12,10 @@ ALTER TABLE urls ADD COLUMN extra INTEGER NOT NULL DEFAULT 0
 -- a database written before extractors were named: none named
 ALTER TABLE urls ADD COLUMN found_by TEXT NOT NULL DEFAULT ''
 
+-- name: add-page-column
+-- a database written before requisites named their page: each one's page is its via
+ALTER TABLE urls ADD COLUMN page TEXT NOT NULL DEFAULT ''
+
 -- name: add-seed-column
 -- a database written before per-seed rules: every item is judged by the crawl's own (0)
 ALTER TABLE urls ADD COLUMN seed INTEGER NOT NULL DEFAULT 0
@@ -45,9 +49,8 @@ SELECT max(seq) FROM urls
 
 -- name: waiting
 -- the columns of codec.waiting_item
-SELECT url, tries, redirects_left, depth, hops, via, not_before, extra, found_by, seed
-FROM urls
-WHERE state = $WAITING ORDER BY seq
+SELECT url, tries, redirects_left, depth, hops, via, not_before, extra, found_by, page, seed
+FROM urls WHERE state = $WAITING ORDER BY seq
 
 -- name: seen-urls
 SELECT url FROM urls
@@ -71,7 +74,7 @@ SELECT json_group_array(url) FROM urls WHERE url IN ($marks)
 -- name: url-insert
 -- the columns of codec.url_row
 INSERT INTO urls (url, host, state, seq, tries, redirects_left, depth, hops, via, extra,
-found_by, seed)
+found_by, page, seed)
 SELECT * FROM (VALUES $rows) WHERE column1 IS NOT NULL
 
 -- name: url-update
@@ -102,11 +105,11 @@ WHERE digest IN ($marks)
 -- one host's oldest queued URLs (the columns of codec.refilled_item); "refill" joins one part
 -- per host with UNION ALL
 SELECT * FROM (SELECT id, host, url, tries, redirects_left, depth, hops, via, seq, extra,
-found_by, seed FROM urls WHERE host = ? AND state = $QUEUED ORDER BY seq LIMIT ?)
+found_by, page, seed FROM urls WHERE host = ? AND state = $QUEUED ORDER BY seq LIMIT ?)
 
 -- name: refill
 SELECT json_group_array(json_array(id, host, url, tries, redirects_left, depth, hops, via, seq,
-extra, found_by, seed)) FROM ($parts)
+extra, found_by, page, seed)) FROM ($parts)
 
 -- name: windowed
 UPDATE urls SET state = $WINDOWED WHERE id IN ($marks)
@@ -119,6 +122,13 @@ INSERT OR REPLACE INTO captured (url, location) VALUES (?, ?)
 
 -- name: captured-get
 SELECT location FROM captured WHERE url = ?
+
+-- name: media-add
+INSERT INTO media_bytes (page, bytes) VALUES (?, ?)
+ON CONFLICT (page) DO UPDATE SET bytes = bytes + excluded.bytes
+
+-- name: media-get
+SELECT bytes FROM media_bytes WHERE page = ?
 
 -- name: seeds-add
 -- one row per seed (executemany: seeds are few, and kept once per run)
