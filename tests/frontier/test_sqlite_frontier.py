@@ -485,7 +485,7 @@ def test_every_statement_of_the_sql_files_compiles_against_the_schema(tmp_path: 
     sized = {
         "host-insert": {"rows": sql.values(2, 2)},
         "url-seen": {"marks": sql.marks(2)},
-        "url-insert": {"rows": sql.values(2, 12)},
+        "url-insert": {"rows": sql.values(2, codec.URL_COLUMN_COUNT)},
         "url-update": {"sets": "state = v.column2", "rows": sql.values(2, 2)},
         "capture-insert": {"rows": sql.values(2, 4)},
         "digest-insert": {"rows": sql.values(2, 4)},
