@@ -43,6 +43,7 @@ from aiohttp import web
 
 from archiver.config.settings import SeedEntry
 from archiver.run.crawler import Crawler
+from archiver.run.seeds import SEED_BATCH
 from tests.conftest import fast_settings
 from tests.docs.registry import documents
 from tests.docs.shell import DocShell, workdir
@@ -355,6 +356,38 @@ def test_a_bad_seed_table_is_one_line_and_writes_nothing(
     assert done.returncode == 2, done.stderr
     assert done.stderr.count("\n") == 1 and expected in done.stderr, done.stderr
     assert "Traceback" not in done.stderr and not out.exists()
+
+
+def test_a_seed_further_down_a_seeds_file_keeps_its_rules(
+    hosts: tuple[SiteServer, SiteServer], tmp_path: Path
+) -> None:
+    """A seeds file is read a batch at a time while the crawl runs: a seed table past the first
+    batch (B's, after SEED_BATCH comment lines) reaches the scope, the frontier's seed store and
+    the summary with its own rules, as one read at the start does (A's). Without them B would be
+    crawled to the crawl's depth of 10."""
+    a, b = hosts
+    seeds = tmp_path / "seeds.txt"
+    late = {"url": b.url("/"), "max_depth": 1, "exclude": ["/b-skip/"]}
+    seeds.write_text(
+        json.dumps({"url": a.url("/"), "scope": "page"})
+        + "\n"
+        + "# filler\n" * SEED_BATCH
+        + json.dumps(late)
+        + "\n"
+    )
+    out = tmp_path / "out"
+    done = archiver("crawl", "--seeds-file", str(seeds), "-o", str(out), *QUICK)
+    assert done.returncode == 0, done.stderr
+    assert fetched(a) == Counter({"/": 1})
+    assert fetched(b) == Counter({"/": 1, "/b1": 1, "/shared": 1})  # B's depth 1
+    skips = {(e["url"], e["reason"]) for e in log_events(out, "skip")}
+    assert {(b.url("/b2"), "depth"), (b.url("/b-skip/x"), "excluded")} <= skips
+    summary = json.loads((out / "summary.json").read_text())
+    assert {row["seed"]: row["pages"] for row in summary["by_seed"]} == {
+        a.url("/"): 1,
+        b.url("/"): 3,
+    }
+    assert summary["seeds_count"] == 2
 
 
 @pytest.mark.parametrize(
