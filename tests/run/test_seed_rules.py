@@ -390,6 +390,29 @@ def test_a_seed_further_down_a_seeds_file_keeps_its_rules(
     assert summary["seeds_count"] == 2
 
 
+def test_add_checks_a_url_against_every_seed_of_the_seeds_file(
+    hosts: tuple[SiteServer, SiteServer], tmp_path: Path
+) -> None:
+    """``archiver add`` judges a URL by the crawl's seeds, those further down its seeds file
+    (read in batches by the crawl) included: on a late seed's site it is added, elsewhere it is
+    refused (exit 2, nothing written)."""
+    a, b = hosts
+    seeds = tmp_path / "seeds.txt"
+    late = {"url": b.url("/docs/"), "scope": "prefix"}
+    seeds.write_text(f"{a.url('/')}\n" + "# filler\n" * SEED_BATCH + json.dumps(late) + "\n")
+    out = tmp_path / "out"
+    done = archiver("crawl", "--seeds-file", str(seeds), "-o", str(out), *QUICK, "--max-pages", "1")
+    assert done.returncode == 0, done.stderr
+    assert json.loads((out / "summary.json").read_text())["status"] == "limit"
+    refused = archiver("add", str(out), b.url("/b1"))
+    assert refused.returncode == 2 and "on no seed's site" in refused.stderr, refused.stderr
+    assert not (out / "add").exists() or not list((out / "add").glob("*.urls"))
+    added = archiver("add", str(out), b.url("/docs/new"))
+    assert added.returncode == 0, added.stderr
+    (written,) = (out / "add").glob("*.urls")
+    assert written.read_text() == b.url("/docs/new") + "\n"
+
+
 @pytest.mark.parametrize(
     ("line", "expected"),
     [
