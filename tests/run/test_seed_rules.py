@@ -390,6 +390,30 @@ def test_a_seed_further_down_a_seeds_file_keeps_its_rules(
     assert summary["seeds_count"] == 2
 
 
+def test_a_late_seed_that_asks_for_the_browser_is_fetched_without_it_and_said_so(
+    hosts: tuple[SiteServer, SiteServer], tmp_path: Path
+) -> None:
+    """Chromium starts for the seeds known at the start; a seed further down the seeds file
+    whose table asks for it (none before it did) is fetched statically, with a warning that
+    says so, and the crawl goes on."""
+    a, b = hosts
+    seeds = tmp_path / "seeds.txt"
+    late = {"url": b.url("/"), "scope": "page", "browser": "all"}
+    seeds.write_text(
+        json.dumps({"url": a.url("/"), "scope": "page"})
+        + "\n"
+        + "# filler\n" * SEED_BATCH
+        + json.dumps(late)
+        + "\n"
+    )
+    out = tmp_path / "out"
+    done = archiver("crawl", "--seeds-file", str(seeds), "-o", str(out), *QUICK)
+    assert done.returncode == 0, done.stderr
+    (warning,) = log_events(out, "seed-browser-off")
+    assert (warning["seed"], warning["browser"]) == (b.url("/"), "all")
+    assert fetched(a) == Counter({"/": 1}) and fetched(b) == Counter({"/": 1})
+
+
 def test_add_checks_a_url_against_every_seed_of_the_seeds_file(
     hosts: tuple[SiteServer, SiteServer], tmp_path: Path
 ) -> None:
