@@ -143,7 +143,12 @@ def log_events(output: Path, name: str) -> list[dict[str, Any]]:
 
 @pytest.mark.parametrize(
     ("source", "frontier"),
-    [("config", "sqlite"), ("seeds-file", "sqlite"), ("config", "processes")],
+    [
+        ("config", "sqlite"),
+        ("seeds-file", "sqlite"),
+        ("config", "processes"),
+        ("seeds-file", "processes"),
+    ],
 )
 def test_each_seed_is_judged_by_its_own_rules(
     tmp_path: Path, hosts: tuple[SiteServer, SiteServer], source: str, frontier: str
