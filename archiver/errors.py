@@ -18,6 +18,9 @@
     ├── SigningError             a WACZ could not be signed (the signing server is down, slow
     │                            or answered wrongly; the key cannot be used): left unsigned
     ├── SignatureError           a WACZ signature does not hold (verify)
+    ├── LoginError               a login (a login script, the login page) did not give a session
+    ├── SessionEndedError        the crawl's login session ended (a logged-out sign): the crawl
+    │                            stops resumably, the page that showed it not archived
     └── FetchError               one fetch failed; ``reason`` is a :class:`models.FailReason`
         ├── BlockedAddressError  the connection would reach an address the SSRF guard refuses
         ├── ProtocolError        the server's bytes are not HTTP we can read (bad status line…)
@@ -81,6 +84,22 @@ class SigningError(ArchiverError):
 
 class SignatureError(ArchiverError):
     """A signature does not verify; the message names the check that failed."""
+
+
+class LoginError(ArchiverError):
+    """A login could not be completed; the message names the step, never a value typed."""
+
+
+class SessionEndedError(ArchiverError):
+    """A response showed that the crawl's login session has ended (``--logged-out``,
+    ``--login-check``). The lease that met it stays in flight, so a resumed crawl (after a new
+    login) fetches its URL again; nothing of it was archived."""
+
+    def __init__(self, url: str, sign: str, hint: str = "") -> None:
+        message = f"the login session has ended: {url} {sign}"
+        super().__init__(f"{message}; {hint}" if hint else message)
+        self.url = url
+        self.sign = sign
 
 
 class FetchError(ArchiverError):

@@ -25,7 +25,9 @@ What follows from it:
   handler as a new request (``redirected``), just as the crawler follows redirects itself.
 - Request bodies (POST, PUT) reach the handler byte for byte (from ``postDataEntries``).
 - Chromium adds ``Cookie`` and ``Accept-Encoding`` after the point where requests are paused:
-  the handler does not see the page's cookies; the fetcher sends its own headers.
+  the handler does not see the page's cookies; the fetcher sends its own headers. The caller
+  keeps the browser's cookie store in step with its own jar (:mod:`.cookies` reads and writes
+  the store; the crawl's :mod:`archiver.pipeline.cookiesync` does it).
 - Service workers cannot register (they would answer requests from their own cache, past the
   handler). WebSocket traffic is not captured: with no network of its own the browser cannot
   open one. A response body over ``max_body`` (64 MiB; the protocol's messages are limited to
@@ -53,7 +55,9 @@ page and is raised again from ``load``.
 
 Modules: :mod:`.chromium` (the process), :mod:`.cdp` (the protocol client), :mod:`.exchange`
 (requests and answers), :mod:`.intercept` (answering paused requests), :mod:`.page` (one
-page), :mod:`.behaviors`, :mod:`.pool`, :mod:`.share`, :mod:`.detect`, :mod:`.errors`.
+page), :mod:`.behaviors`, :mod:`.pool`, :mod:`.share`, :mod:`.detect`, :mod:`.errors`,
+:mod:`.cookies` and :mod:`.storage` (the browser's cookies and localStorage); for a login,
+:mod:`.login` (a browser with the network), :mod:`.steps` and :mod:`.screencast`.
 """
 
 from __future__ import annotations

@@ -72,8 +72,10 @@ class PageControl(Protocol):
     async def evaluate(self, expression: str, *, until: float) -> Any:
         """Run ``expression`` in the page's isolated world; a promise is awaited."""
 
-    async def settle(self, quiet: float, until: float) -> bool:
-        """Wait for the page's network to be quiet for ``quiet`` seconds, or until ``until``."""
+    async def settle(self, quiet: float, until: float, *, since: float | None = None) -> bool:
+        """Wait for the page's network to be quiet for ``quiet`` seconds, or until ``until``;
+        with ``since`` (a loop time), quiet for ``quiet`` seconds after it at least (a quiet
+        that began before an action does not say what the action set off)."""
 
     def now(self) -> float:
         """The loop time deadlines are expressed in."""

@@ -2,7 +2,8 @@
 
 A crawl's browser lives in a directory the caller gives (the crawl's state directory)::
 
-    DIR/profile/        a fresh --user-data-dir, emptied at every launch
+    DIR/profile/        a fresh --user-data-dir, emptied at every launch and deleted at close
+                        (it holds what pages stored: cookies, localStorage, a login's session)
     DIR/chromium.pid    {"pid", "pgid", "profile"} of the running browser
     DIR/chromium.log    Chromium's stdout and stderr, truncated at every launch
 
@@ -63,17 +64,23 @@ def find_chromium(path: str | None = None) -> str:
 
 
 def chromium_flags(
-    *, window: tuple[int, int], user_agent: str | None = None, sandbox: bool | None = None
+    *,
+    window: tuple[int, int],
+    user_agent: str | None = None,
+    sandbox: bool | None = None,
+    headless: bool = True,
+    offline: bool = True,
 ) -> list[str]:
     """The command-line switches for a capture browser (without the profile and the pipe).
 
     ``sandbox`` None means: sandboxed unless running as root, where Chromium refuses to start
-    with its sandbox on.
+    with its sandbox on. ``offline`` False and ``headless`` False are for a login browser
+    (:mod:`archiver.browser.login`): it reaches the site itself, and a person may see it.
     """
     if sandbox is None:
         sandbox = os.geteuid() != 0
     flags = [
-        "--headless",
+        *(["--headless"] if headless else []),
         "--disable-gpu",
         "--disable-dev-shm-usage",  # /dev/shm is small in containers
         "--no-first-run",
@@ -101,7 +108,7 @@ def chromium_flags(
         # Fetch domain, answered by archiver's fetcher. Whatever would bypass that (WebSockets,
         # a request the interception does not see) fails instead of reaching the network past
         # archiver's SSRF guard. The rule maps IP literals too.
-        "--host-resolver-rules=MAP * ~NOTFOUND",
+        *(["--host-resolver-rules=MAP * ~NOTFOUND"] if offline else []),
         # The network service in the browser process: one process fewer per browser, and on
         # some kernels (seen on a Firecracker VM) the out-of-process one crashes at start with
         # "FD ownership violation", which leaves every navigation hanging.
@@ -339,8 +346,8 @@ class ChromiumProcess:
             os.killpg(self.pgid, signal.SIGKILL)
 
     async def close(self, *, grace: float = 3.0) -> None:
-        """Ask Chromium to quit, then kill its group whatever it did, reap it, and forget it.
-        Returns once no process of the group is left."""
+        """Ask Chromium to quit, then kill its group whatever it did, reap it, and forget it:
+        its profile is deleted. Returns once no process of the group is left."""
         loop = asyncio.get_running_loop()
         if self.alive:
             with contextlib.suppress(BrowserError):
@@ -358,6 +365,7 @@ class ChromiumProcess:
             self._poll()
         await self.connection.close()
         (self.state_dir / PID_FILE).unlink(missing_ok=True)
+        await asyncio.to_thread(shutil.rmtree, self.state_dir / PROFILE_DIR, ignore_errors=True)
 
 
 def _fresh_profile(state_dir: Path) -> Path:

@@ -112,20 +112,24 @@ class Interceptor:
     def in_flight(self) -> int:
         return self._in_flight
 
-    async def wait_quiet(self, session: Session, quiet: float, until: float) -> bool:
-        """Wait until no request has been in flight for ``quiet`` seconds; False if the loop
-        time ``until`` comes first. Raises when the session ends."""
+    async def wait_quiet(
+        self, session: Session, quiet: float, until: float, *, since: float | None = None
+    ) -> bool:
+        """Wait until no request has been in flight for ``quiet`` seconds (counted from
+        ``since`` at the earliest, when given); False if the loop time ``until`` comes first.
+        Raises when the session ends."""
         loop = asyncio.get_running_loop()
         while True:
             now = loop.time()
-            if self._in_flight == 0 and now - self._last_change >= quiet:
+            last = self._last_change if since is None else max(self._last_change, since)
+            if self._in_flight == 0 and now - last >= quiet:
                 return True
             if now >= until:
                 return False
             self._changed.clear()
             wait = until - now
             if self._in_flight == 0:
-                wait = min(wait, quiet - (now - self._last_change))
+                wait = min(wait, quiet - (now - last))
             await session.wait(self._changed, wait)
 
     async def close(self) -> None:

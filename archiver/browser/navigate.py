@@ -107,11 +107,15 @@ class LinkWalk:
                 break  # no link left to try
             clicked.append(link)
             self.on_click(link)
+            clicked_at = page.now()
             handled = await page.evaluate(CLICK % json.dumps(link), until=until)
             if not handled:
                 self.full_navigations += 1
                 continue
-            await page.settle(CLICK_QUIET, min(until, page.now() + CLICK_WAIT))
+            # quiet after the click: the page may have been quiet long before it, and what the
+            # router asks for can come a moment later (a transition) or reach the interceptor
+            # after the click's own answer
+            await page.settle(CLICK_QUIET, min(until, page.now() + CLICK_WAIT), since=clicked_at)
             landed = await page.evaluate("location.href", until=until)
             self.navigations.append(Navigation(link, str(landed or "")))
             followed += 1

@@ -234,8 +234,8 @@ class _Tab:
             raise BrowserError(f"a script of archiver failed in the page: {text}")
         return reply.get("result", {}).get("value")
 
-    async def settle(self, quiet: float, until: float) -> bool:
-        return await self.interceptor.wait_quiet(self.session, quiet, until)
+    async def settle(self, quiet: float, until: float, *, since: float | None = None) -> bool:
+        return await self.interceptor.wait_quiet(self.session, quiet, until, since=since)
 
 
 async def load_page(

@@ -12,7 +12,8 @@ leaks into the browser is given back.
 from __future__ import annotations
 
 import asyncio
-from dataclasses import dataclass
+from collections.abc import Mapping
+from dataclasses import dataclass, field
 from pathlib import Path
 
 from archiver.browser.behaviors import BEHAVIORS
@@ -25,6 +26,7 @@ from archiver.browser.chromium import (
 from archiver.browser.errors import BrowserError, BrowserUnavailableError
 from archiver.browser.exchange import MAX_FULFILL_BODY, RequestHandler
 from archiver.browser.page import Explore, PageOptions, PageResult, load_page
+from archiver.browser.storage import seed_local_storage
 from archiver.errors import SettingsError
 
 
@@ -50,6 +52,8 @@ class BrowserConfig:
     network_quiet: float = 0.5
     max_body: int = MAX_FULFILL_BODY
     launch_timeout: float = 60.0
+    local_storage: Mapping[str, Mapping[str, str]] = field(default_factory=dict)
+    """localStorage items by origin, set in every Chromium launched (a login profile's)."""
 
     def __post_init__(self) -> None:
         if self.tabs < 1:
@@ -206,6 +210,7 @@ class BrowserPool:
             await process.connection.browser.send(
                 "Browser.setDownloadBehavior", {"behavior": "deny"}, timeout=30.0
             )
+            await seed_local_storage(process.connection, self.config.local_storage, timeout=30.0)
         except BrowserError as exc:
             await process.close()
             raise BrowserUnavailableError(f"Chromium does not take commands: {exc}") from exc

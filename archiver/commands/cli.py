@@ -17,10 +17,11 @@ import sys
 import threading
 import time
 from collections import Counter
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, NoReturn
 
+from archiver.commands import login as login_command
 from archiver.commands.exits import (
     EXIT_FAILED,
     EXIT_INTERRUPTED,
@@ -29,6 +30,7 @@ from archiver.commands.exits import (
     EXIT_USAGE,
     exit_code,
 )
+from archiver.commands.hangup import hangup_stops
 from archiver.commands.progress import Display
 from archiver.config.assemble import software_string
 from archiver.config.settings import Settings, load_settings, option_name, setting_fields
@@ -390,6 +392,8 @@ def build_parser() -> argparse.ArgumentParser:
         help="port on 127.0.0.1; 0 picks a free one (default: 8000)",
     )
 
+    login_command.add_parser(sub, _port)
+
     ign = sub.add_parser(
         "ignore",
         help="skip URLs matching a pattern in a crawl, even while it runs",
@@ -450,6 +454,7 @@ def _settings_from_args(args: argparse.Namespace) -> Settings:
 
 async def _run_crawl(settings: Settings, display: Display) -> CrawlResult:
     if settings.job is None:
+        await _log_in(settings, display)
         return await _run_crawler(settings, display)
     from archiver.run import jobs  # noqa: PLC0415 - only scheduled runs need it
 
@@ -457,9 +462,16 @@ async def _run_crawl(settings: Settings, display: Display) -> CrawlResult:
     with jobs.open_run(settings.job, settings) as run:
         for note in run.notes:
             display.log_stream.write(f"archiver: job {run.job.name}: {note}\n")
+        await _log_in(run.settings, display)
         result = await _run_crawler(run.settings, display)
         run.finish(result.status, exit_code(result.status), result.reason, result.summary)
         return result
+
+
+async def _log_in(settings: Settings, display: Display) -> None:
+    """``--login-script``: log in afresh (into ``--profile``) before the crawl starts."""
+    if settings.login_script is not None:
+        await login_command.log_in_for_crawl(settings, display.log_stream)
 
 
 async def _run_crawler(settings: Settings, display: Display) -> CrawlResult:
@@ -521,15 +533,6 @@ async def _run_with_signals(crawler: CrawlControl, display: Display) -> CrawlRes
             loop.remove_signal_handler(sig)
         if signal.SIGHUP not in watched:
             signal.signal(signal.SIGHUP, hangup)
-
-
-def hangup_stops(handler: object, environ: Mapping[str, str]) -> bool:
-    """Whether SIGHUP stops a crawl as SIGTERM does (gracefully, exit 3): a closed terminal or
-    a dropped SSH session must not kill it on the spot (SIGHUP's default action), losing the
-    summary and leaving crawl.json at "running". Not when the user detached the command:
-    ``nohup`` starts it with SIGHUP ignored, and a systemd service (``INVOCATION_ID`` set)
-    has no terminal to hang up, where a SIGHUP is at most a reload request: both are ignored."""
-    return handler != signal.SIG_IGN and "INVOCATION_ID" not in environ
 
 
 def _isatty(fd: int) -> bool:
@@ -606,21 +609,27 @@ def cmd_crawl(args: argparse.Namespace) -> int:
 
 
 def _prove(settings: Settings, crawl_dir: Path) -> int:
-    """``--qa``: the finished crawl checked and patched (``archiver patch``), its outcome
-    printed. The crawl's exit code stands (``archiver qa DIR --fail-on-miss`` afterwards exits
-    1 while pages stay incomplete, without checking them again)."""
-    from archiver.commands.qa import patch_summary  # noqa: PLC0415
+    """``--qa``: every page was checked as it was captured; the pages that were not (listed by
+    an earlier run without ``--qa``, or whose lease ended in a browser failure) are checked
+    now and what they lack patched (``archiver patch``). The outcome is printed; the crawl's
+    exit code stands (``archiver qa DIR --fail-on-miss`` afterwards exits 1 while pages stay
+    incomplete, without checking them again)."""
+    from archiver.commands.qa import patch_summary, totals_text  # noqa: PLC0415
     from archiver.qa.options import QaOptions  # noqa: PLC0415
-    from archiver.run.patch import patch_crawl  # noqa: PLC0415
+    from archiver.run.output import read_json  # noqa: PLC0415
+    from archiver.run.patch import check_the_rest  # noqa: PLC0415
 
     options = QaOptions(
         tabs=settings.browser_tabs,
         page_timeout=max(settings.page_timeout, 45.0),
         chromium=settings.chromium,
     )
-    sys.stderr.write(f"archiver: checking that every page of {crawl_dir} replays (--qa)\n")
-    patched = _run(patch_crawl(crawl_dir, options))
-    sys.stderr.write(patch_summary(patched))
+    patched = _run(check_the_rest(crawl_dir, options))
+    if patched is not None:
+        sys.stderr.write(patch_summary(patched))
+    summary = Summary.from_json(read_json(crawl_dir / "summary.json"))
+    if summary.qa is not None:
+        sys.stderr.write(f"archiver: replay check (--qa): {totals_text(summary.qa)}\n")
     return EXIT_OK
 
 
@@ -900,6 +909,7 @@ COMMANDS = {
     "patch": cmd_patch,
     "serve-sample": cmd_serve_sample,
     "ignore": cmd_ignore,
+    "login": login_command.cmd_login,
     "pause": cmd_pause,
     "unpause": cmd_unpause,
     "add": cmd_add,

@@ -40,7 +40,7 @@ from rich.progress_bar import ProgressBar
 from rich.table import Table
 from rich.text import Text
 
-from archiver.run.stats import BrowserSnapshot, Snapshot, Summary, human_bytes
+from archiver.run.stats import BrowserSnapshot, QaSnapshot, Snapshot, Summary, human_bytes
 from archiver.timefmt import rfc3339_millis_at
 
 if TYPE_CHECKING:
@@ -204,6 +204,8 @@ def render_snapshot(
     )
     if s.browser is not None:
         grid.add_row("browser", _browser_text(s.browser))
+    if s.qa is not None:
+        grid.add_row("replay", _qa_text(s.qa))
     grid.add_row("WARC", Text(s.warc_file or "-", overflow="ellipsis"))
     grid.add_row("status", _counts(s.by_status_class))
     grid.add_row("failed", _counts(s.failures))
@@ -225,6 +227,23 @@ def _browser_text(browser: BrowserSnapshot) -> Text:
         text.append(f"  refused {browser.refused}")
     if browser.failed:
         text.append(f"  failed {browser.failed}", style="red")
+    return text
+
+
+def _qa_text(qa: QaSnapshot) -> Text:
+    """The replay check of each page (``--qa``): pages checked, how they replay, what their
+    checks found missing and how much of it was captured since."""
+    text = Text.assemble(
+        (str(qa.checked), "bold"),
+        " checked  complete ",
+        (str(qa.complete), "bold"),
+        "  misses found ",
+        (str(qa.misses_found), "bold"),
+        "  patched ",
+        (str(qa.misses_patched), "bold"),
+    )
+    if qa.incomplete:
+        text.append(f"  incomplete {qa.incomplete}", style="red")
     return text
 
 
@@ -406,6 +425,14 @@ def summary_renderable(result: CrawlResult) -> RenderableType:
             "browser",
             str(s.browser.pages),
             f"pages; {s.browser.requests} requests, {s.browser.from_records} answered from records",
+        )
+    if s.qa is not None:
+        qa = QaSnapshot.from_totals(s.qa)
+        totals.add_row(
+            "replay",
+            f"{qa.complete}/{qa.checked}",
+            f"pages complete; {qa.incomplete} incomplete, {qa.misses_found} misses found, "
+            f"{qa.misses_patched} patched",
         )
 
     tables: list[RenderableType] = [

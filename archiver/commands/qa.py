@@ -8,7 +8,7 @@ import asyncio
 import contextlib
 import os
 import sys
-from collections.abc import Iterator
+from collections.abc import Iterator, Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, TextIO
 
@@ -222,13 +222,23 @@ def page_text(line: dict[str, Any]) -> str:
 
 
 def summary_text(result: QaResult) -> str:
-    t = result.totals
     return (
-        f"archiver qa: {t['pages']} pages: {t['complete']} complete, {t['incomplete']} "
-        f"incomplete, {t['unreplayable']} unreplayable, {t.get('differs', 0)} differ, "
-        f"{t['failed']} failed; "
-        f"{t['missing_urls']} URLs missing, {t['fuzzy_urls']} served by fuzzy matching "
+        f"archiver qa: {totals_text(result.totals)} "
         f"({result.checked_now} checked now; details in {result.lines})"
+    )
+
+
+def totals_text(t: Mapping[str, Any]) -> str:
+    """The totals of ``summary.json``'s ``qa`` in one line."""
+    found = ""
+    if t.get("misses_patched"):
+        found = f" ({t.get('misses_found', 0)} found, {t['misses_patched']} captured since)"
+    return (
+        f"{t.get('pages', 0)} pages: {t.get('complete', 0)} complete, "
+        f"{t.get('incomplete', 0)} incomplete, {t.get('unreplayable', 0)} unreplayable, "
+        f"{t.get('differs', 0)} differ, {t.get('failed', 0)} failed; "
+        f"{t.get('missing_urls', 0)} URLs missing{found}, {t.get('fuzzy_urls', 0)} served by "
+        "fuzzy matching"
     )
 
 
@@ -276,4 +286,11 @@ def cmd_qa(args: argparse.Namespace, out: TextIO | None = None) -> int:
     return EXIT_OK
 
 
-__all__ = ["add_parser", "add_patch_parser", "cmd_patch", "cmd_qa", "patch_summary"]
+__all__ = [
+    "add_parser",
+    "add_patch_parser",
+    "cmd_patch",
+    "cmd_qa",
+    "patch_summary",
+    "totals_text",
+]

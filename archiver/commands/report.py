@@ -620,18 +620,20 @@ _QA_ORDER = {"failed": 0, "incomplete": 1, "differs": 2, "unreplayable": 3, "com
 
 
 def qa_lines(crawl_dir: Path) -> list[dict[str, Any]]:
-    """The lines of ``qa.jsonl``, the worst page first: failed, incomplete, unreplayable,
-    complete; then by missing URLs (most first) and by similarity (lowest first)."""
+    """The lines of ``qa.jsonl``, a page's last line only (a page checked again), the worst
+    page first: failed, incomplete, unreplayable, complete; then by missing URLs (most first)
+    and by similarity (lowest first)."""
     path = crawl_dir / "qa.jsonl"
-    lines: list[dict[str, Any]] = []
+    pages: dict[str, dict[str, Any]] = {}
     if not path.is_file():
-        return lines
+        return []
     with open(path, encoding="utf-8", errors="replace") as fh:
         for raw in fh:
             with contextlib.suppress(ValueError):
                 line = json.loads(raw)
                 if isinstance(line, dict) and isinstance(line.get("url"), str):
-                    lines.append(line)
+                    pages[line["url"]] = line
+    lines = list(pages.values())
 
     def worst(line: dict[str, Any]) -> tuple[int, int, float, str]:
         scores = [

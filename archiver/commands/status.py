@@ -48,7 +48,7 @@ from prometheus_client.exposition import CONTENT_TYPE_LATEST, generate_latest
 from prometheus_client.registry import Collector, CollectorRegistry
 
 from archiver.errors import SettingsError
-from archiver.run.stats import Snapshot
+from archiver.run.stats import QaSnapshot, Snapshot
 from archiver.version import __version__
 
 #: Hosts with a per-host counter: the busiest ones, as many as the snapshot's ``by_host`` has
@@ -135,6 +135,8 @@ class SnapshotCollector(Collector):
         )
         for name, doc, count in counters:
             yield CounterMetricFamily(f"archiver_{name}", doc, value=count)
+        if snap.qa is not None:
+            yield from _qa_metrics(snap.qa)
         yield _labelled(
             "archiver_responses", "Captures by HTTP status class", "class", snap.by_status_class
         )
@@ -160,6 +162,19 @@ class SnapshotCollector(Collector):
         info = GaugeMetricFamily("archiver_info", "The crawler's version", labels=["version"])
         info.add_metric([__version__], 1)
         yield info
+
+
+def _qa_metrics(qa: QaSnapshot) -> Iterator[Metric]:
+    """The replay check of each page (``--qa``); at the end, summary.json's ``qa`` totals."""
+    counters = (
+        ("pages_checked", "Pages replayed from the archive and checked", qa.checked),
+        ("pages_complete", "Pages checked whose replay lacked nothing", qa.complete),
+        ("pages_incomplete", "Pages checked whose replay still lacks URLs", qa.incomplete),
+        ("misses_found", "URLs a page's replay asked for and the archive lacked", qa.misses_found),
+        ("misses_patched", "Of those, URLs captured for the page since", qa.misses_patched),
+    )
+    for name, doc, count in counters:
+        yield CounterMetricFamily(f"archiver_qa_{name}", doc, value=count)
 
 
 def _labelled(name: str, doc: str, label: str, values: Mapping[str, Any]) -> Metric:

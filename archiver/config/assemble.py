@@ -28,9 +28,11 @@ from archiver.fetch.cookiestxt import CookieFileError, CookieLine, parse_text
 from archiver.fetch.fetcher import FetchConfig
 from archiver.fetch.proxy import ProxyRoutes, parse_direct_hosts, parse_proxy_url
 from archiver.frontier.config import FrontierConfig
+from archiver.login.profile import Profile, read_profile
 from archiver.media.formats import format_spec
 from archiver.media.resolver import ResolverConfig
 from archiver.policy.credentials import credential_scope
+from archiver.policy.loggedout import SessionPolicy, parse_rules, session_hint
 from archiver.policy.netguard import AddressPolicy
 from archiver.policy.politeness import Politeness
 from archiver.policy.robots import HostDelay, Robots, RobotsCache
@@ -64,6 +66,8 @@ def scope_rules(s: Settings, seeds: tuple[str, ...]) -> ScopeRules:
     exclude = list(s.exclude)
     if s.exclude_file is not None:
         exclude += read_lines_file(s.exclude_file, "--exclude-file")
+    if s.profile is not None and s.logout_urls:
+        exclude.append(s.logout_urls)  # a logout link would end the session
     return ScopeRules(
         seeds=seeds,
         mode=s.scope,
@@ -152,9 +156,9 @@ async def allow_seed_addresses(
 
 
 def check_browser(s: Settings, seeds: Iterable[Seed] = ()) -> None:
-    """With ``--browser all|auto`` (or a seed's ``browser``), Chromium must be there: a usage
-    error (one line saying how to install it) before anything is written."""
-    if not wants_browser(s, seeds):
+    """With ``--browser all|auto`` (or a seed's ``browser``) or ``--qa``, Chromium must be
+    there: a usage error (one line saying how to install it) before anything is written."""
+    if not wants_browser(s, seeds) and not s.qa:
         return
     # imported here: a static crawl does not load the browser stage at all
     from archiver.browser.chromium import find_chromium  # noqa: PLC0415
@@ -190,12 +194,24 @@ def media_resolver_config(s: Settings) -> ResolverConfig:
 
 
 def cookie_file(s: Settings) -> tuple[CookieLine, ...]:
-    """The cookies of ``--cookies FILE`` (expired ones dropped), read before the crawl starts:
-    an unreadable or malformed file, or a ``--save-cookies`` path in no directory, is a usage
-    error. Values never appear in a message."""
+    """The cookies the crawl starts with: those of ``--cookies FILE``, then those of the
+    ``--profile`` (expired ones dropped), read before the crawl starts: an unreadable or
+    malformed file, or a ``--save-cookies`` path in no directory, is a usage error. Values
+    never appear in a message."""
     if s.save_cookies is not None and not s.save_cookies.resolve().parent.is_dir():
         raise SettingsError("--save-cookies", f"no such directory: {s.save_cookies.parent}")
-    path = s.cookies
+    profile = login_profile(s)
+    from_profile = profile.cookies if profile is not None else ()
+    now = time.time()
+    return _cookies_file(s.cookies) + tuple(line for line in from_profile if not line.expired(now))
+
+
+def login_profile(s: Settings) -> Profile | None:
+    """The ``--profile`` (:mod:`archiver.login.profile`), or None."""
+    return read_profile(s.profile) if s.profile is not None else None
+
+
+def _cookies_file(path: Path | None) -> tuple[CookieLine, ...]:
     if path is None:
         return ()
     try:
@@ -318,8 +334,9 @@ def politeness(s: Settings) -> Politeness:
 
 
 def record_factory(s: Settings, clock: Clock) -> RecordFactory:
-    """Records with ``--digest`` digests, dated by ``clock``."""
-    return RecordFactory(algorithm=s.digest, clock=clock)
+    """Records with ``--digest`` digests, dated by ``clock``; request records without cookie
+    values with ``--redact-cookies``."""
+    return RecordFactory(algorithm=s.digest, clock=clock, redact_cookies=s.redact_cookies)
 
 
 def writer_config(
@@ -344,7 +361,7 @@ def writer_config(
 def browser_config(s: Settings, state_dir: Path) -> BrowserConfig:
     """The browser stage of ``--browser all|auto``: Chromium, its tabs, how long a page may
     take, its behaviours and screenshots, and the fetcher's User-Agent (so that both agree);
-    its profile and logs in ``state_dir``."""
+    its profile and logs in ``state_dir``; the ``--profile``'s localStorage."""
     # imported here: a static crawl does not load the browser stage at all
     from archiver.browser.pool import BrowserConfig  # noqa: PLC0415
 
@@ -359,6 +376,23 @@ def browser_config(s: Settings, state_dir: Path) -> BrowserConfig:
         screenshots=s.screenshots or s.qa,
         full_page=s.qa,
         user_agent=s.user_agent,
+        local_storage=profile.local_storage if (profile := login_profile(s)) is not None else {},
+    )
+
+
+def session_policy(s: Settings) -> SessionPolicy:
+    """How the crawl tells that its login session ended (``--logged-out``, ``--login-check``)
+    and what its final message tells the operator to do then."""
+    profile = login_profile(s)
+    return SessionPolicy(
+        rules=parse_rules(s.logged_out),
+        check_url=s.login_check,
+        hint=session_hint(
+            profile=str(s.profile) if s.profile is not None else None,
+            login_url=profile.login_url if profile is not None else None,
+            login_script=s.login_script is not None,
+            cookies_file=s.cookies is not None,
+        ),
     )
 
 
@@ -392,15 +426,24 @@ def warcinfo_fields(s: Settings, crawl_name: str) -> tuple[tuple[str, str], ...]
         ("robots", robots),
         ("digest-policy", digest_policy),
         ("tls-policy", tls),
-        (
-            "request-records",
-            "as sent, not redacted (configured credential headers are sent only to the seeds' "
-            "hosts and --credential-host hosts, and are redacted from crawl-settings; cookies "
-            "go where their domain says, and their values are in no other record)",
-        ),
+        ("request-records", REQUEST_RECORDS_REDACTED if s.redact_cookies else REQUEST_RECORDS),
         ("crawl-settings", s.to_json_text()),
     ]
     return with_operator_fields(fields, s.warc_header)
+
+
+#: What warcinfo says of request records (SPEC-NOTES D: a redaction must be declared, since it
+#: changes "the request as sent", WARC 1.1 section 6.5.2).
+REQUEST_RECORDS = (
+    "as sent, not redacted (configured credential headers are sent only to the seeds' "
+    "hosts and --credential-host hosts, and are redacted from crawl-settings; cookies "
+    "go where their domain says, and their values are in no other record)"
+)
+REQUEST_RECORDS_REDACTED = (
+    "as sent, except that the value of every Cookie header is replaced by 'redacted' "
+    "(--redact-cookies): these records are not byte-exact, and their WARC-Block-Digest is "
+    "that of the redacted block"
+)
 
 
 def with_operator_fields(

@@ -33,6 +33,7 @@ from archiver.fetch.proxy import (
 )
 from archiver.frontier.config import REDIS_SCHEMES
 from archiver.policy.credentials import redact_headers
+from archiver.policy.loggedout import parse_rule
 from archiver.timefmt import parse_w3c_datetime
 from archiver.urls import InvalidURLError, normalize_host, normalize_url, redact_url
 
@@ -355,6 +356,38 @@ def parse_signing_url(value: Any, option: str = "") -> str | None:
     if parts.scheme not in ("http", "https") or not parts.hostname:
         raise _fail(option, "the http(s) URL of a signing server, e.g. https://HOST/sign", value)
     return url
+
+
+def parse_logged_out(value: Any, option: str = "") -> tuple[str, ...]:
+    """``--logged-out`` rules (:mod:`archiver.policy.loggedout`), each checked now."""
+    rules = _as_list(value, option)
+    for rule in rules:
+        try:
+            parse_rule(rule)
+        except ValueError as exc:
+            raise SettingsError(option, str(exc)) from None
+    return tuple(rules)
+
+
+def parse_optional_url(value: Any, option: str = "") -> str | None:
+    """An http(s) URL, normalised as the crawl normalises URLs; empty for none."""
+    if value in (None, ""):
+        return None
+    text = parse_str(value, option).strip()
+    try:
+        return normalize_url(text)
+    except InvalidURLError as exc:
+        raise _fail(option, f"an http(s) URL ({exc})", value) from None
+
+
+def parse_optional_regex(value: Any, option: str = "") -> str | None:
+    """One regular expression; empty for none."""
+    if value in (None, ""):
+        return None
+    patterns = parse_regexes(value, option)
+    if len(patterns) != 1:
+        raise _fail(option, "one regular expression", value)
+    return patterns[0]
 
 
 def parse_date(value: Any, option: str = "") -> str | None:
@@ -1121,12 +1154,76 @@ class Settings:
     qa: bool = setting(
         False,
         "browser",
-        "When the crawl completes, replay every page from the archive in Chromium (archiver "
-        "qa), fetch what is missing into the crawl and check again (archiver patch), so the "
-        "crawl ends proven: qa.jsonl and summary.json's qa say what is left. Each page loaded "
-        "in the browser has its text and full-page screenshot stored as resource records "
-        "(urn:text:URL, urn:screenshot-full:URL), what the check compares the replay with.",
+        "Check each page right after it is captured: replay it in Chromium from what the crawl "
+        "has written so far (as the qa command does), capture what its replay asks for and the "
+        "archive lacks as requisites of the page, in the page's own lease, and check it again "
+        "(--qa-rounds), so the crawl ends proven: qa.jsonl and summary.json's qa say what is "
+        "left. With --browser auto, a page kept static whose replay lacks URLs or shows far "
+        "less text than its HTML is loaded in the browser. Pages the crawl loads in the browser "
+        "have their text and full-page screenshot stored as resource records (urn:text:URL, "
+        "urn:screenshot-full:URL), what the check compares the replay with. Needs Chromium, "
+        "whatever --browser says.",
         parse_bool,
+    )
+    qa_rounds: int = setting(
+        3,
+        "browser",
+        "With --qa: the most times a page is checked, what each check found missing captured "
+        "before the next; what the last check finds is queued for the crawl to capture.",
+        p_int(1),
+        metavar="N",
+    )
+
+    # [login] (archiver.login, archiver.pipeline.session)
+    profile: Path | None = setting(
+        None,
+        "login",
+        "Crawl logged in with the login profile in this directory, made by 'archiver login URL "
+        "--profile DIR' (or --login-script): its cookies go to the crawl's cookie jar (static "
+        "and browser crawls), its localStorage to the browser; cookies that page scripts set "
+        "during a browser crawl reach the jar too. The directory must be readable by its owner "
+        "only.",
+        parse_optional_path,
+        metavar="DIR",
+    )
+    login_script: Path | None = setting(
+        None,
+        "login",
+        "Log in unattended before the crawl with this login script (TOML steps: goto a URL, "
+        "fill a field with a value from an environment variable, click, wait for a selector), "
+        "writing --profile afresh: each scheduled run logs in by itself. Needs --profile.",
+        parse_optional_path,
+        metavar="FILE",
+    )
+    logged_out: tuple[str, ...] = setting(
+        (),
+        "login",
+        "A sign that the login session ended (repeatable): css:SELECTOR (an HTML page holds "
+        "such an element), location:REGEX (a redirect there), status:CODES (e.g. status:401), "
+        "text:REGEX or a bare REGEX (a text body matches). A response showing one is not "
+        "archived and the crawl stops resumably (exit 3); after a new login the same command "
+        "resumes it.",
+        parse_logged_out,
+        metavar="RULE",
+        repeat=True,
+    )
+    login_check: str | None = setting(
+        None,
+        "login",
+        "A URL that only a logged-in reader gets with a 2xx (an account page): fetched, never "
+        "archived, when the crawl starts and before each page is counted done, so no page "
+        "captured after the session ended counts; at most one request per page (fewer with "
+        "several workers). A failed check stops the crawl resumably (exit 3).",
+        parse_optional_url,
+        metavar="URL",
+    )
+    logout_urls: str | None = setting(
+        r"(?i:(log|sign)[-_]?(out|off))\b",
+        "login",
+        "With --profile, URLs matching this regex are never fetched: following a logout link "
+        "would end the session. Empty: none.",
+        parse_optional_regex,
+        metavar="REGEX",
     )
 
     # [warc]
@@ -1157,6 +1254,14 @@ class Settings:
         "Force WARC data to disk at least this often (and at rotation/close).",
         parse_duration,
         metavar="DURATION",
+    )
+    redact_cookies: bool = setting(
+        False,
+        "warc",
+        "Write request records with the values of their Cookie header replaced by 'redacted' "
+        "(names kept). This breaks byte-exactness: such a record is not the request as sent "
+        "(warcinfo says so). Off by default: request records hold the Cookie header as sent.",
+        parse_bool,
     )
     cdx11: bool = setting(
         False,
@@ -1360,7 +1465,17 @@ class Settings:
         return json.dumps(self.to_json(), sort_keys=True)
 
 
-SECTIONS = ("crawl", "scope", "politeness", "fetch", "browser", "warc", "dedup", "output")
+SECTIONS = (
+    "crawl",
+    "scope",
+    "politeness",
+    "fetch",
+    "browser",
+    "login",
+    "warc",
+    "dedup",
+    "output",
+)
 #: The config file's array of tables of seeds with rules of their own (``[[seed]]``).
 SEED_SECTION = "seed"
 
@@ -1490,6 +1605,10 @@ def validate(settings: Settings) -> None:
         raise SettingsError(
             "--no-cookies",
             "cannot be combined with --cookies or --save-cookies (they need the jar)",
+        )
+    if settings.login_script is not None and settings.profile is None:
+        raise SettingsError(
+            "--login-script", "needs --profile DIR: the directory the session is written to"
         )
     if settings.no_proxy_for and not settings.proxy:
         raise SettingsError("--no-proxy-for", "only means something with --proxy")

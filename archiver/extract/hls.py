@@ -59,12 +59,17 @@ def is_playlist(body: bytes) -> bool:
 
 
 def attributes(text: str) -> dict[str, str]:
-    """An attribute list (section 4.2), quotes removed; the first of a repeated name wins."""
+    """An attribute list (section 4.2), quotes removed; the first of a repeated name wins. A
+    ``URI`` is a quoted-string wherever the RFC defines one (sections 4.3.2.4, 4.3.2.5, 4.3.4.1,
+    4.3.4.2, 4.3.4.5): an unquoted value is malformed and left out, as players do."""
     found: dict[str, str] = {}
     for match in _ATTRIBUTE.finditer(text):
         name, value = match.groups()
-        if value.startswith('"') and value.endswith('"') and len(value) >= 2:
+        quoted = value.startswith('"') and value.endswith('"') and len(value) >= 2
+        if quoted:
             value = value[1:-1]
+        elif name == "URI":
+            continue
         found.setdefault(name, value)
     return found
 

@@ -46,8 +46,10 @@ every response the page is given lands in it. Chromium's own cookie store must n
 request's headers into the jar's): Chromium adds it after the point where the browser stage
 intercepts requests, so :class:`archiver.browser.exchange.BrowserRequest` carries none, and
 :func:`without_cookie_header` is the hook that keeps it so when the stage is wired to the
-fetcher. Cookies a page's script sets (``document.cookie``) stay in Chromium's store and are not
-sent by the fetcher: the wiring has to read them from the page to put them in the jar.
+fetcher. Cookies a page's script sets (``document.cookie``) go to Chromium's store:
+:mod:`archiver.pipeline.cookiesync` keeps that store and this jar in step (what pages set comes
+into the jar, through :meth:`CrawlCookieJar.apply` and ``pending``; the jar's cookies go into
+the browser), so the fetcher sends what the browser would.
 """
 
 from __future__ import annotations
@@ -337,7 +339,9 @@ class CrawlCookies:
     """The crawl's jar and its store, kept in step around each fetch.
 
     ``open`` fills the jar from the store (a resumed or shared crawl's cookies), then applies
-    the ``--cookies`` file unless the store says that very file was applied already.
+    the ``--cookies`` file (and the ``--profile``'s cookies) unless the store says that very
+    file was applied already; a different one than the store's (a new login before a resume)
+    replaces the jar's cookies, the old session's with them.
     ``refresh`` (before a request) re-reads a shared store another process changed;
     ``publish`` (after a response, before its links are queued) hands this process's changes
     to the store, so any process that fetches those links has the cookie first.
@@ -361,7 +365,15 @@ class CrawlCookies:
         marker: dict[str, str] = {}
         if self.loaded:
             digest = loaded_digest(self.loaded)
-            if entries.get(LOADED_FILE_FIELD) != digest:
+            before = entries.get(LOADED_FILE_FIELD)
+            if before != digest:
+                if before is not None:
+                    # another file (a new login) is a new session: what the crawl received
+                    # in the old one (a session id, a cookie its pages' scripts made from
+                    # it) would only be sent with the new one
+                    for stale in self.jar.lines():
+                        self.jar.remove(stale.key)
+                        self.jar.pending[stale.key] = None
                 for line in self.loaded:
                     self.jar.apply(line)
                     self.jar.pending[line.key] = line

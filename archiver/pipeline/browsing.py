@@ -16,7 +16,9 @@ loads; :class:`PageRequests` hands each request to the capturer of the page's le
    body; the crawl's cookie jar and ``Accept-Encoding``; the SSRF guard; a booking with the
    host's politeness gate) and recorded byte for byte by the single writer, like any capture,
    into the lease of the page (so a resume knows about it); the browser is answered with the
-   payload just received.
+   payload just received. The browser's cookie store and the jar are kept in step around it
+   (:mod:`archiver.pipeline.cookiesync`): cookies the page's scripts set go with the request,
+   and the response's cookies reach the browser from the jar, not from ``Set-Cookie``.
 
 Once the page settled and its behaviours ran, the live DOM's links go to discovery (requisites
 the browser already loaded are not queued again), the page is listed in ``pages.jsonl`` with
@@ -30,7 +32,9 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+from collections.abc import Sequence
 from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
 
 from archiver import urls
 from archiver.browser.detect import needs_browser
@@ -42,6 +46,7 @@ from archiver.extract.decoding import ContentDecodingError, decode_content
 from archiver.extract.links import HTML_TYPES, MAX_DECODED
 from archiver.models import CrawlItem, Exchange, Hop, TaskResult, WrittenCapture
 from archiver.pipeline.capture import Admitted, Capturer, Refused, Request
+from archiver.pipeline.cookiesync import without_set_cookie
 from archiver.pipeline.counters import BrowserCounters
 from archiver.pipeline.discovery import Discovery
 from archiver.pipeline.outcomes import Outcomes
@@ -51,6 +56,13 @@ from archiver.pipeline.recording import text_capture
 from archiver.policy.sitemaps import is_sitemap
 from archiver.qa.options import FULL_SCREENSHOT_PREFIX, TEXT_PREFIX
 from archiver.warc.records import RecordFactory
+
+if TYPE_CHECKING:
+    from archiver.pipeline.proving import Proving
+
+#: The reason logged for a page loaded in the browser on its replay's evidence (``--qa``)
+#: starts so (:mod:`archiver.pipeline.proving`).
+REPLAY_EVIDENCE = "replay evidence: "
 
 #: The reason logged for a page loaded because every page is (``--browser all``).
 ALL_PAGES = "--browser all"
@@ -95,14 +107,19 @@ class Browsing:
         if context.stats.browser is None:
             context.stats.browser = BrowserCounters()
         self.counters: BrowserCounters = context.stats.browser
+        #: ``--qa``: each page checked right after its capture
+        self.proving: Proving | None = None
+        if browser.checks is not None:
+            from archiver.pipeline.proving import Proving  # noqa: PLC0415 - only for --qa
+
+            self.proving = Proving(self, browser.checks)
 
     def wants(self, item: CrawlItem, ex: Exchange, mode: str) -> str | None:
         """Why this response's page is to be loaded in the browser, or None; ``mode`` is the
         browser mode of the item's seed (``off``, ``all``, ``auto``: ``--browser`` unless the
-        seed gives its own)."""
-        if mode == "off" or item.is_requisite or is_sitemap(item):
-            return None
-        if not 200 <= ex.status < 300 or ex.content_type not in HTML_TYPES or ex.body is None:
+        seed gives its own). ``off`` while the stage runs: it is there for another seed, or
+        only to replay pages for ``--qa``."""
+        if mode == "off" or not is_page(item, ex) or ex.body is None:
             return None
         if mode == "all":
             return ALL_PAGES
@@ -112,35 +129,67 @@ class Browsing:
             return None
         return needs_browser(html, ex.content_type)
 
+    async def page_captured(
+        self, capturer: Capturer, ex: Exchange, written: WrittenCapture | None, why: str | None
+    ) -> TaskResult | None:
+        """The lease's response was just captured: loaded in the browser when ``why`` says
+        so (:meth:`load`), then, with ``--qa``, the page checked and what it lacks captured
+        (:mod:`archiver.pipeline.proving`). None when the lease's outcome is the capture's."""
+        if why is not None:
+            failed = await self.load(capturer, ex, written, why)
+            if failed is not None:
+                return failed  # retried later (then checked), or failed
+        if self.proving is not None and is_page(capturer.lease.item, ex):
+            await self.proving.prove(capturer, ex, written, why)
+        return None
+
     async def load(
-        self, capturer: Capturer, ex: Exchange, written: WrittenCapture | None, why: str
+        self,
+        capturer: Capturer,
+        ex: Exchange,
+        written: WrittenCapture | None,
+        why: str,
+        *,
+        listed: bool = False,
     ) -> TaskResult | None:
         """Load the lease's page in the browser, every request it makes captured by the
         lease's ``capturer``, and queue what its live DOM links to. None when the lease's
-        outcome is the static capture's; a retry or failure when the browser failed."""
+        outcome is the static capture's; a retry or failure when the browser failed.
+
+        ``listed``: the page was listed and its static links queued already (a page kept
+        static, sent to the browser by its replay's evidence): it is not listed again, and a
+        browser that fails leaves the static capture as the lease's outcome (logged)."""
         item = capturer.lease.item
         requests = PageRequests(self, capturer)
         try:
             result = await self.browser.pool.load(item.url, requests)
         except (BrowserError, BrowserUnavailableError) as exc:
             await requests.drain()
+            if listed:
+                self.counters.failed += 1
+                self.context.log.warning("browser-failed", url=item.url, why=why, error=str(exc))
+                return None
             return await self._failed(capturer, ex, written, exc)
         except NavigationError as exc:
             await requests.drain()
             self.context.log.warning("browser-navigation", url=item.url, error=str(exc))
-            await self.static_links(capturer, ex)
+            if not listed:
+                await self.static_links(capturer, ex)
             return None
         except BaseException:
             await requests.drain()
             raise
         await requests.drain()
+        if self.browser.cookies is not None:
+            await self.browser.cookies.sync()  # what the page's last scripts set
         self.counters.pages += 1
         self.counters.by_reason[why_kind(why)] += 1
         screenshot = await self._screenshot(capturer, result)
-        settings = self.context.settings
-        text = result.text[: settings.text_max] if settings.text else None
-        self.discovery.record_page(ex.target_uri, ex.date, result.title, text)
-        await self._text_record(capturer, text)
+        if not listed:
+            settings = self.context.settings
+            text = result.text[: settings.text_max] if settings.text else None
+            self.discovery.record_page(ex.target_uri, ex.date, result.title, text)
+            await self._text_record(capturer, text)
         await self._discover(item, result, requests)
         self._log(item, why, result, requests, screenshot)
         return None
@@ -282,6 +331,9 @@ class PageRequests:
         if isinstance(admission, Recalled):
             return self._recalled(url, admission)
         with admission:
+            cookies = self.stage.browser.cookies
+            if cookies is not None:
+                await cookies.sync()  # what the page's scripts set goes with the request
             return await self._capture(request, url, admission)
 
     def _refuse(self, url: str, reason: str) -> Refusal:
@@ -298,7 +350,9 @@ class PageRequests:
         self.answered.add(url)
         self.recalled += 1
         self.stage.counters.from_records += 1
-        return BrowserResponse(stored.status, stored.headers, stored.payload, stored.reason)
+        return BrowserResponse(
+            stored.status, self._headers(stored.headers), stored.payload, stored.reason
+        )
 
     async def _capture(
         self, request: BrowserRequest, url: str, admitted: Admitted
@@ -316,10 +370,22 @@ class PageRequests:
         self.answered.add(url)
         self.fetched += 1
         self.stage.counters.fetched += 1
+        cookies = self.stage.browser.cookies
+        if cookies is not None and captured.exchange.header("Set-Cookie") is not None:
+            await cookies.sync()  # the browser holds the response's cookies before its answer
         answer = captured.answer
         if answer is None:
             return self._refuse(url, "too-large-for-the-browser")
-        return BrowserResponse(answer.status, answer.headers, answer.payload, answer.reason)
+        return BrowserResponse(
+            answer.status, self._headers(answer.headers), answer.payload, answer.reason
+        )
+
+    def _headers(self, headers: Sequence[tuple[str, str]]) -> Sequence[tuple[str, str]]:
+        """The answer's header fields; without ``Set-Cookie`` when the browser's cookies are
+        kept in step with the jar (:mod:`archiver.pipeline.cookiesync`)."""
+        if self.stage.browser.cookies is None:
+            return headers
+        return without_set_cookie(headers)
 
     async def drain(self) -> None:
         """The page is done: requests not answered yet are cancelled (nothing of them was
@@ -333,11 +399,22 @@ class PageRequests:
                 await asyncio.gather(*self._tasks, return_exceptions=True)
 
 
+def is_page(item: CrawlItem, ex: Exchange) -> bool:
+    """Whether a response is a page (listed in ``pages.jsonl``; what the browser loads and
+    ``--qa`` checks): HTML with a 2xx status, reached as a link, not a requisite nor a
+    sitemap."""
+    if item.is_requisite or is_sitemap(item) or not 200 <= ex.status < 300:
+        return False
+    return ex.content_type in HTML_TYPES and ex.body is not None
+
+
 def why_kind(why: str) -> str:
     """The rule behind a reason to load a page in the browser, for counting (the reason itself
     names the element or the sizes measured)."""
     if why == ALL_PAGES:
         return "all"
+    if why.startswith(REPLAY_EVIDENCE):
+        return "replay evidence"
     if why.startswith("empty application root"):
         return "empty application root"
     if why.endswith("script(s)"):
@@ -363,4 +440,4 @@ def _fetch_headers(request: BrowserRequest) -> dict[str, str]:
     return {name: value for name, value in request.headers if name.lower() not in _OWN_FIELDS}
 
 
-__all__ = ["SCREENSHOT_PREFIX", "Browsing", "PageRequests"]
+__all__ = ["REPLAY_EVIDENCE", "SCREENSHOT_PREFIX", "Browsing", "PageRequests", "is_page"]

@@ -48,10 +48,11 @@ from typing import Any
 from archiver import urls
 from archiver.dedup.captured import response_parts
 from archiver.dedup.revalidation import Revalidation
-from archiver.errors import FetchError
+from archiver.errors import FetchError, SessionEndedError
 from archiver.frontier.base import Lease
 from archiver.httphead import parse_status_line, start_line
 from archiver.models import CrawlItem, Exchange, SkipReason, TaskResult, WrittenCapture
+from archiver.pipeline.counters import Counted
 from archiver.pipeline.discovery import Discovery
 from archiver.pipeline.outcomes import Outcomes
 from archiver.pipeline.parts import Parts, RunContext
@@ -238,6 +239,10 @@ class Capturer:
         #: the rules of the seed that judges the leased URL (known once it is admitted)
         self.rules = shared.seeds.table.default
         self._captures: list[WrittenCapture] = []
+        #: what each capture added to the crawl's figures (screenshots and text add nothing)
+        self._counted: list[Counted] = []
+        #: what :meth:`_keep` added to the lease's seed's captures (taken back by withdraw)
+        self._seed_captures = 0
         #: the frontier's booking of the lease's first request is still unused
         self._booked = True
         #: the leased URL's own capture was recalled from an earlier try (it is in the archive)
@@ -278,6 +283,9 @@ class Capturer:
             self._give_back_page(counts_as_page)
             return Refused(SkipReason.ROBOTS, robots_unreachable=self._robots_unreachable(item))
         request = Request(item, headers=referer_header(item))
+        kept = self._parts.kept_requests.get(item.url)
+        if kept is not None:  # a POST or PUT a replayed page made (archiver patch)
+            request = Request(item, kept.method, kept.headers(request.headers), kept.body)
         found = await self._claim(request)
         if isinstance(found, Recalled):
             self.lease_recalled = True
@@ -329,7 +337,7 @@ class Capturer:
         """Fetch and archive a robots.txt (or a hop of its redirects) in this lease. It uses
         the lease's booking, never books one: it is how the lease's first request begins."""
         exchange = await self._parts.fetcher.fetch(url)
-        self._keep(await self._shared.recorder.record(exchange))
+        self._keep(*await self._shared.recorder.record(exchange))
         self._shared.robots_captures += 1
         self._booked = False
         return exchange
@@ -339,8 +347,10 @@ class Capturer:
     async def fetch(self, admitted: Admitted) -> Exchange:
         """Book the request with its host's politeness gate and perform it; conditional when
         the leased URL has validators from an earlier crawl. Raises
-        :class:`~archiver.errors.FetchError` (a page's place in the budget is then given
-        back)."""
+        :class:`~archiver.errors.FetchError`, or :class:`~archiver.errors.SessionEndedError`
+        when the response shows that the crawl's login session ended
+        (:mod:`archiver.pipeline.session`: nothing of it is archived); a page's place in the
+        budget is then given back."""
         request = admitted.request
         headers = request.headers
         if admitted.own:
@@ -351,12 +361,15 @@ class Capturer:
                     headers = {**(headers or {}), **admitted.revalidation.headers}
         await self._book(admitted)
         try:
-            return await self._parts.fetcher.fetch(
+            exchange = await self._parts.fetcher.fetch(
                 request.item.url, headers, method=request.method, body=request.body
             )
-        except FetchError:
+            if self._parts.session is not None:
+                self._parts.session.judge(exchange)
+        except (FetchError, SessionEndedError):
             self.not_recorded(admitted)
             raise
+        return exchange
 
     async def _book(self, admitted: Admitted) -> None:
         if admitted.own and self._booked:
@@ -384,8 +397,8 @@ class Capturer:
         lease's captures and note them for recall; a request made on the lease's behalf is
         logged as captured."""
         with self._writing():
-            written = await self._shared.recorder.record(exchange, admitted.revalidation)
-            self._keep(written)
+            written, counted = await self._shared.recorder.record(exchange, admitted.revalidation)
+            self._keep(written, counted)
             await self._shared.media.spend(admitted.request.item, exchange)
             recall = self._shared.recall
             if admitted.claim is not None and recall is not None:
@@ -417,9 +430,24 @@ class Capturer:
             self._keep(written)
         return written
 
-    def _keep(self, written: WrittenCapture) -> None:
+    def _keep(self, written: WrittenCapture, counted: Counted | None = None) -> None:
         self._captures.append(written)
         self._shared.context.stats.seed(self.lease.item.seed).captures += 1
+        self._seed_captures += 1
+        if counted is not None:
+            self._counted.append(counted)
+
+    def withdraw(self) -> None:
+        """The lease is abandoned uncommitted (the login session ended): what its captures
+        added to the crawl's figures is taken back, as the next run's resume cuts them from
+        the WARC files (:mod:`archiver.run.resume`); its seed's count of captures too, which
+        counted every record the lease kept (a screenshot's included)."""
+        stats = self._shared.context.stats
+        for counted in self._counted:
+            stats.withdraw(counted)
+        self._counted.clear()
+        stats.seed(self.lease.item.seed).captures -= self._seed_captures
+        self._seed_captures = 0
 
     def _writing(self) -> _Writing:
         return _Writing(self.writing)

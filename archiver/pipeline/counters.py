@@ -12,13 +12,17 @@ import heapq
 import time
 from collections import Counter
 from dataclasses import dataclass, field
+from typing import TypeVar
 
 MAX_TABLE = 10_000
+OTHER = "(other)"
 MAX_SERIES = 86_400 * 2
 LARGEST_KEPT = 25
 #: Seeds counted each on its own; the seeds past them share one row (:data:`OTHER_SEEDS`).
 MAX_SEEDS = 10_000
 OTHER_SEEDS = -1
+
+K = TypeVar("K", str, int)
 
 
 def extractor_table(queued: Counter[str], client_errors: Counter[str]) -> dict[str, dict[str, int]]:
@@ -46,6 +50,43 @@ class BrowserCounters:
     refused: Counter[str] = field(default_factory=Counter)  #: requests refused, by reason
     screenshots: int = 0
     by_reason: Counter[str] = field(default_factory=Counter)  #: why pages went to the browser
+
+
+def _take(table: Counter[K], key: K, other: K | None = None) -> None:
+    """One less of ``key``: of ``other`` (``(other)``) where a full table counted it so."""
+    if other is not None and key not in table:
+        key = other
+    table[key] -= 1
+    if table[key] <= 0:
+        del table[key]
+
+
+@dataclass(frozen=True, slots=True)
+class Counted:
+    """What one capture added to the figures (:meth:`CrawlStats.capture`): kept by its lease so
+    that a capture the frontier never commits (a lease abandoned when the login session ended:
+    the next run's resume cuts it from the WARC file) can be taken back out of them."""
+
+    host: str
+    status: int | None
+    mime: str
+    size: int
+    revisit: bool
+    is_page: bool
+    truncated: str | None
+    second: int
+
+
+@dataclass(slots=True)
+class QaCounters:
+    """What the replay check of each page did during the crawl (``--qa``): the same figures
+    as ``summary.json``'s ``qa`` totals over ``qa.jsonl``, counted as each page's line is
+    written."""
+
+    checked: int = 0  #: pages checked (each counted once, with its last check's status)
+    by_status: Counter[str] = field(default_factory=Counter)  #: complete, incomplete...
+    misses_found: int = 0  #: URLs a page's replay asked for and the archive lacked
+    misses_patched: int = 0  #: of those, captured by the page's lease
 
 
 @dataclass(slots=True)
@@ -87,6 +128,8 @@ class CrawlStats:
     extractor_4xx: Counter[str] = field(default_factory=Counter)
     #: set when the crawl uses a browser
     browser: BrowserCounters | None = None
+    #: set when each page is checked as it is captured (``--qa``)
+    qa: QaCounters | None = None
     #: per seed (its key; 0: the crawl's own rules), the first :data:`MAX_SEEDS` seeds
     by_seed: dict[int, SeedCounts] = field(default_factory=dict)
     _largest: list[tuple[int, str, str]] = field(default_factory=list)
@@ -106,7 +149,7 @@ class CrawlStats:
         if key in table or len(table) < MAX_TABLE:
             table[key] += 1
         else:
-            table["(other)"] += 1
+            table[OTHER] += 1
 
     def capture(
         self,
@@ -119,7 +162,7 @@ class CrawlStats:
         revisit: bool,
         is_page: bool,
         truncated: str | None = None,
-    ) -> None:
+    ) -> Counted:
         self.captures += 1
         self.bytes_received += size
         if revisit:
@@ -141,6 +184,24 @@ class CrawlStats:
             heapq.heappush(self._largest, entry)
         elif size > self._largest[0][0]:
             heapq.heapreplace(self._largest, entry)
+        return Counted(host, status, mime or "(none)", size, revisit, is_page, truncated, second)
+
+    def withdraw(self, counted: Counted) -> None:
+        """Take a capture back out of the figures (see :class:`Counted`). The list of the
+        largest resources keeps it: it is a list of sizes seen, not of what was kept."""
+        self.captures -= 1
+        self.bytes_received -= counted.size
+        self.revisits -= counted.revisit
+        self.pages -= counted.is_page
+        _take(self.by_status, status_class(counted.status), OTHER)
+        if counted.status is not None:
+            _take(self.by_status_code, counted.status)
+        _take(self.by_mime, counted.mime, OTHER)
+        _take(self.by_host, counted.host, OTHER)
+        if counted.truncated:
+            _take(self.truncated, counted.truncated)
+        if counted.second < MAX_SERIES:
+            _take(self.per_second, counted.second)
 
     def queued_by(self, extractor: str) -> None:
         """A URL found by ``extractor`` was queued (new to the frontier)."""

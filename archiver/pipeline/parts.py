@@ -4,9 +4,10 @@ outcomes, browsing)."""
 
 from __future__ import annotations
 
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass, field
 from datetime import datetime
+from pathlib import Path
 from typing import TYPE_CHECKING, Any, Protocol
 
 from archiver.config.settings import Settings
@@ -28,6 +29,9 @@ from archiver.warc.writer import Writer
 if TYPE_CHECKING:
     from archiver.browser.pool import BrowserPool
     from archiver.media.resolver import YtDlpResolver
+    from archiver.pipeline.cookiesync import BrowserCookies
+    from archiver.pipeline.session import SessionWatch
+    from archiver.qa.check import SharedArchive
 
 #: Fetch a URL and archive the exchange as part of the current lease (used for robots.txt).
 ArchiveFetch = Callable[[str], Awaitable[Exchange]]
@@ -52,8 +56,36 @@ class PageList(Protocol):
 
 
 @dataclass(frozen=True, slots=True)
+class KeptRequest:
+    """The request to make for a leased URL instead of a GET: a POST or PUT a replayed page
+    made, its body kept by the replay check (``archiver patch``)."""
+
+    method: str
+    content_type: str | None
+    body: bytes
+
+    def headers(self, referer: Mapping[str, str] | None) -> dict[str, str]:
+        fields = dict(referer or {})
+        if self.content_type is not None:
+            fields["Content-Type"] = self.content_type
+        return fields
+
+
+@dataclass(frozen=True, slots=True)
+class CheckParts:
+    """What checking each page as it is captured needs (``--qa``)."""
+
+    #: what the crawl has written so far, as replay looks it up (refreshed before each check)
+    archive: SharedArchive
+    crawl_dir: Path  #: where ``qa.jsonl`` and the screenshots of ``qa/`` go
+    follow_links: int = 3
+
+
+@dataclass(frozen=True, slots=True)
 class BrowserParts:
-    """What the browser stage is made of (``--browser all|auto``)."""
+    """What the browser stage is made of (``--browser all|auto``, a seed's ``browser``, or
+    ``--qa``). It carries no browser mode: each page's seed's rules say whether the browser
+    loads it (``off`` for every seed: the browser only replays pages for ``--qa``)."""
 
     pool: BrowserPool
     recall: Recall
@@ -61,6 +93,10 @@ class BrowserParts:
     #: ``--qa``: each page's rendered text and full-page screenshot stored as resource
     #: records (``urn:text:URL``, ``urn:screenshot-full:URL``), what a replay is compared with
     references: bool = False
+    #: ``--qa``: each page checked as it is captured
+    checks: CheckParts | None = None
+    #: the browser's cookie store kept in step with the crawl's jar (None with --no-cookies)
+    cookies: BrowserCookies | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -94,10 +130,23 @@ class Parts:
     browser: BrowserParts | None = None
     #: --exclude and the live ignores: checked again when a URL is leased (run.control)
     exclusions: Exclusions = field(default_factory=Exclusions)
+    #: URL -> the request with a body to make when it is leased (``archiver patch``)
+    kept_requests: Mapping[str, KeptRequest] = field(default_factory=dict)
+    #: whether the login session is still alive (--logged-out, --login-check), when asked
+    session: SessionWatch | None = None
     #: the media bytes each page's requisites took (the per-page media budget)
     media_bytes: MediaBytes = field(default_factory=MemoryMediaBytes)
     #: yt-dlp, in a crawl with ``--media yt-dlp``
     media_resolver: YtDlpResolver | None = None
 
 
-__all__ = ["ArchiveFetch", "BrowserParts", "PageList", "Parts", "RobotsChecker", "RunContext"]
+__all__ = [
+    "ArchiveFetch",
+    "BrowserParts",
+    "CheckParts",
+    "KeptRequest",
+    "PageList",
+    "Parts",
+    "RobotsChecker",
+    "RunContext",
+]

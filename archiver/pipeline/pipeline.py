@@ -23,11 +23,16 @@ Steps, in order:
    page that needs a browser is loaded in it, every request it makes admitted and captured by
    the same capturer (:mod:`archiver.pipeline.browsing`);
 5. the outcome: done, retry later (transient failure, 5xx, 429) or failed
-   (:mod:`archiver.pipeline.outcomes`).
+   (:mod:`archiver.pipeline.outcomes`); in a crawl with a login session, a response that
+   shows the session ended (step 2, or any request of a browser page) stops the lease with
+   :class:`~archiver.errors.SessionEndedError`, and with a ``--login-check`` URL a capture
+   leads on (to discovery, to its outcome) only once a check vouched for the session after it
+   (:mod:`archiver.pipeline.session`).
 """
 
 from __future__ import annotations
 
+import asyncio
 import collections
 from typing import TYPE_CHECKING
 
@@ -106,8 +111,24 @@ class Pipeline:
         (:meth:`archiver.pipeline.discovery.Discovery.add`)."""
         return await self.discovery.add(urls)
 
+    async def verify_session(self) -> None:
+        """Before the first lease: is the session alive (``--login-check``)? Raises
+        :class:`~archiver.errors.SessionEndedError` when it is not."""
+        if self.parts.session is not None:
+            await self.parts.session.verify()
+
+    async def _vouch(self) -> None:
+        """With a ``--login-check`` URL: return once a check begun now found the session
+        alive, so that what was just captured is known to be a logged-in capture; raises
+        :class:`~archiver.errors.SessionEndedError` otherwise (:mod:`archiver.pipeline.session`)."""
+        session = self.parts.session
+        if session is not None:
+            await session.confirm(asyncio.get_running_loop().time())
+
     async def process(self, capturer: Capturer) -> TaskResult:
-        """Admission, fetch, records, discovery, the browser; the lease's outcome."""
+        """Admission, fetch, records, discovery, the browser; the lease's outcome. Raises
+        :class:`~archiver.errors.SessionEndedError` when the crawl's login session ended: the
+        lease is then not to be committed."""
         item = capturer.lease.item
         admission = await capturer.admit_lease()
         if isinstance(admission, Refused):
@@ -121,6 +142,7 @@ class Pipeline:
         if isinstance(fetched, TaskResult):
             return fetched
         exchange, written, content = fetched
+        await self._vouch()  # before its links are queued: a login wall's would be junk
         browsing = self.browsing
         why = browsing.wants(item, content, capturer.rules.browser) if browsing else None
         text = await self.discovery.discover(
@@ -130,10 +152,11 @@ class Pipeline:
         media = self.media
         if media is not None and media.wants(item, content):
             await media.resolve(capturer, content, written)
-        if browsing is not None and why is not None:
-            failed = await browsing.load(capturer, content, written, why)
+        if browsing is not None:  # loaded in the browser when it wants; checked with --qa
+            failed = await browsing.page_captured(capturer, content, written, why)
             if failed is not None:
                 return failed
+            await self._vouch()  # and what the page loaded
         return self.outcomes.captured(item, exchange, written)
 
     async def _capture(
@@ -165,10 +188,9 @@ class Pipeline:
             item, exchange, requisites=why is None, list_page=why is None
         )
         await self._text_record(capturer, text)
-        if why is not None:
-            failed = await self.browsing.load(capturer, exchange, None, why)
-            if failed is not None:
-                return failed
+        failed = await self.browsing.page_captured(capturer, exchange, None, why)
+        if failed is not None:
+            return failed
         return self.outcomes.recalled(item, exchange)
 
     async def _text_record(self, capturer: Capturer, text: str | None) -> None:

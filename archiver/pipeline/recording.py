@@ -16,6 +16,7 @@ from archiver import urls
 from archiver.dedup.revalidation import Revalidation
 from archiver.extract.links import HTML_TYPES
 from archiver.models import Exchange, Original, WrittenCapture
+from archiver.pipeline.counters import Counted
 from archiver.pipeline.parts import Parts, RunContext
 from archiver.warc import records
 from archiver.warc.records import PendingCapture
@@ -54,8 +55,9 @@ class Recorder:
 
     async def record(
         self, ex: Exchange, revalidation: Revalidation | None = None
-    ) -> WrittenCapture:
-        """Records for the exchange (a revisit when the payload was already stored), written.
+    ) -> tuple[WrittenCapture, Counted]:
+        """Records for the exchange (a revisit when the payload was already stored), written;
+        and what they added to the crawl's figures.
 
         An identical payload being written right now by another worker is waited for, so two
         copies fetched at the same moment still become one response and one revisit.
@@ -81,8 +83,7 @@ class Recorder:
             capture = self._factory.capture(ex)
         revisit = capture.records[0].record_type == "revisit"
         written = await self._write(capture, digest, pending)
-        self._count(ex, revisit)
-        return written
+        return written, self._count(ex, revisit)
 
     async def write(self, capture: PendingCapture) -> WrittenCapture:
         """Write a capture the crawl made itself (a screenshot's resource record)."""
@@ -122,9 +123,9 @@ class Recorder:
                 self._in_flight.pop(digest, None)
         return written
 
-    def _count(self, ex: Exchange, revisit: bool) -> None:
+    def _count(self, ex: Exchange, revisit: bool) -> Counted:
         self._stats.bytes_written = self._writer.stats.bytes
-        self._stats.capture(
+        return self._stats.capture(
             url=ex.target_uri,
             host=urls.host_port(ex.target_uri),
             status=ex.status,

@@ -3,7 +3,7 @@ the crawl's state directory, stopped when nobody of the crawl is left.
 
 ::
 
-    OUTPUT/state/redis/
+    OUTPUT/state/redis/      mode 0700: its append-only file holds the crawl's cookie jar
       redis.sock             the Unix socket (or a short directory under /tmp when the path
                              would not fit in sun_path, 108 bytes on Linux: see unix(7))
       appendonlydir/         the append-only file: a resumed crawl continues from it
@@ -131,7 +131,9 @@ class PrivateRedis:
 
     async def start(self) -> None:
         """Stop what an earlier run left, then start the server and wait until it is ready."""
-        self.directory.mkdir(parents=True, exist_ok=True)
+        # the append-only file holds the crawl's cookie jar (a login's session): the owner's
+        self.directory.mkdir(mode=0o700, parents=True, exist_ok=True)
+        self.directory.chmod(0o700)
         await asyncio.to_thread(self.reap_leftover)
         if len(str(self.socket_path)) > MAX_SOCKET_PATH:
             self._sockdir = Path(tempfile.mkdtemp(prefix=SOCKET_DIR_PREFIX))

@@ -598,16 +598,19 @@ class Supervisor:
                 lock.release()
 
     async def _reap_browsers(self) -> None:
-        """Chromium left by a killed crawler process (its own exit is normally enough)."""
-        if self.settings.browser == "off":
+        """Chromium left by a killed crawler process (its own exit is normally enough). Found by
+        the processes' browser state directories, not by ``--browser``: a seed's own
+        ``browser`` and ``--qa`` start Chromium too."""
+        root = self.layout.root
+        every = [Layout(root, process=slot.process_id).state / "browser" for slot in self.slots]
+        states = [state for state in every if state.is_dir()]
+        if not states:
             return
         from archiver.browser.chromium import reap_leftovers  # noqa: PLC0415
 
-        for slot in self.slots:
-            state = Layout(self.layout.root, process=slot.process_id).state / "browser"
-            if state.is_dir():
-                with contextlib.suppress(OSError, ArchiverError):
-                    await reap_leftovers(state)
+        for state in states:
+            with contextlib.suppress(OSError, ArchiverError):
+                await reap_leftovers(state)
 
     async def _finish(
         self, status: str, reason: str | None, seeds: tuple[str, ...], *, resumed: bool
@@ -668,6 +671,7 @@ class Supervisor:
             frontier=last.frontier,
             processes={"count": self.settings.processes, "runs": self._runs},
             version=__version__,
+            qa=finish.qa_totals(layout.root) if self.settings.qa else None,
         )
         runs = self._state.get("runs")
         if isinstance(runs, list) and runs:  # this run's own figures, for the next runs

@@ -28,7 +28,7 @@ import os
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
-from typing import IO, Any
+from typing import IO, Any, Protocol
 
 from archiver.browser.exchange import MAX_FULFILL_BODY, BrowserRequest, BrowserResponse
 from archiver.dedup.captured import read_payload, read_response, warc_path
@@ -97,6 +97,26 @@ def _text(value: object) -> str | None:
     return None if value is None else str(value)
 
 
+class CaptureIndex(Protocol):
+    """Where replay finds captures by key: a finished crawl's sorted ``index.cdxj``
+    (:class:`SortedIndex`), or what a running crawl has journaled so far
+    (:class:`archiver.qa.journals.JournalIndex`)."""
+
+    def with_prefix(self, prefix: str) -> Iterator[IndexLine]:
+        """The lines whose key starts with ``prefix``, in index order."""
+        ...
+
+    def captures_of(self, key: str) -> list[IndexLine]:
+        """Every capture whose key is ``key``."""
+        ...
+
+    def refresh(self) -> int:
+        """Take in what was written since (a running crawl's index grows); the lines added."""
+        ...
+
+    def close(self) -> None: ...
+
+
 class SortedIndex:
     """A sorted CDXJ file searched in place (bisection over byte offsets)."""
 
@@ -108,6 +128,10 @@ class SortedIndex:
 
     def close(self) -> None:
         self._file.close()
+
+    def refresh(self) -> int:
+        """A finished index does not grow."""
+        return 0
 
     def _first_line_from(self, position: int) -> bytes:
         """The first whole line starting at or after ``position``."""
@@ -166,7 +190,7 @@ class Lacking:
 class Archive:
     """A crawl directory's captures, and those of the crawls its revisits depend on."""
 
-    def __init__(self, own: SortedIndex, earlier: list[SortedIndex], max_body: int) -> None:
+    def __init__(self, own: CaptureIndex, earlier: list[CaptureIndex], max_body: int) -> None:
         self.own = own
         self.earlier = earlier
         self.max_body = max_body
@@ -181,15 +205,15 @@ class Archive:
                 f"{crawl_dir} rebuilds it)"
             )
         own = SortedIndex(index, crawl_dir / "warcs")
-        earlier = []
-        for crawl in depended_crawls(crawl_dir):
-            if (crawl / "index.cdxj").is_file():
-                earlier.append(SortedIndex(crawl / "index.cdxj", crawl / "warcs"))
-        return cls(own, earlier, max_body)
+        return cls(own, earlier_indexes(depended_crawls(crawl_dir)), max_body)
 
     def close(self) -> None:
         for index in (self.own, *self.earlier):
             index.close()
+
+    def refresh(self) -> int:
+        """Take in what the crawl wrote since (see :meth:`CaptureIndex.refresh`)."""
+        return self.own.refresh()
 
     def lookup(self, request: BrowserRequest, at: str) -> Served | Lacking:
         """What replay serves for ``request`` made by a page captured at ``at`` (14 digits)."""
@@ -292,6 +316,15 @@ def request_key(request: BrowserRequest) -> str:
     return surt_key(request.url + appended)
 
 
+def earlier_indexes(crawls: list[Path]) -> list[CaptureIndex]:
+    """The indexes of earlier crawls (those holding the originals of a crawl's revisits)."""
+    return [
+        SortedIndex(crawl / "index.cdxj", crawl / "warcs")
+        for crawl in crawls
+        if (crawl / "index.cdxj").is_file()
+    ]
+
+
 def depended_crawls(crawl_dir: Path) -> list[Path]:
     """The crawl directories ``summary.json``'s ``depends_on`` names (earlier crawls holding
     the originals of this crawl's revisits), each once, in order."""
@@ -317,11 +350,13 @@ def page_timestamp(ts: str) -> str:
 __all__ = [
     "Archive",
     "ArchiveError",
+    "CaptureIndex",
     "IndexLine",
     "Lacking",
     "Served",
     "SortedIndex",
     "depended_crawls",
+    "earlier_indexes",
     "page_timestamp",
     "parse_line",
     "request_key",

@@ -18,14 +18,19 @@ reason: a WebSocket is a live conversation no archive holds, so no fetch can fix
 from __future__ import annotations
 
 import asyncio
+import base64
+import binascii
+import dataclasses
 import threading
 from dataclasses import dataclass, field
+from typing import Any
 
 from archiver.browser.errors import BrowserError, NavigationError
 from archiver.browser.exchange import BrowserRequest, BrowserResponse, Refusal
 from archiver.browser.navigate import LinkWalk
 from archiver.browser.page import PageOptions, PageResult
 from archiver.browser.pool import BrowserPool
+from archiver.index.postquery import APPENDED_METHODS
 from archiver.qa.archive import Archive, Lacking, Served
 
 #: What a request the archive lacks is answered with (pywb answers a 404 too).
@@ -34,6 +39,9 @@ NOT_ARCHIVED = BrowserResponse(
 )
 #: The most misses (and fuzzy answers) listed per page.
 MAX_LISTED = 500
+#: The largest request body kept with a POST or PUT miss, so that it can be fetched: a search
+#: or a form is a few hundred bytes; an upload is not something to send again.
+MAX_KEPT_BODY = 64 * 1024
 
 STATUS_COMPLETE = "complete"
 STATUS_INCOMPLETE = "incomplete"
@@ -58,9 +66,15 @@ class Miss:
     """The link whose in-page click made the request ("" for the page load)."""
     initiator: str = ""
     network_id: str = ""
+    body: bytes | None = None
+    """A POST's or PUT's body as the page sent it (at most :data:`MAX_KEPT_BODY` bytes), so
+    that the request can be made again; None for other methods, and when it is not kept
+    (:attr:`body_missing` says why)."""
+    content_type: str | None = None
+    body_missing: str | None = None
 
-    def to_json(self) -> dict[str, str]:
-        out = {
+    def to_json(self) -> dict[str, Any]:
+        out: dict[str, Any] = {
             "url": self.url,
             "method": self.method,
             "type": self.resource_type,
@@ -69,7 +83,79 @@ class Miss:
         }
         if self.navigation:
             out["navigation"] = self.navigation
+        if self.body is not None:
+            out["body"] = base64.b64encode(self.body).decode("ascii")
+            out["content_type"] = self.content_type
+        if self.body_missing is not None:
+            out["body_missing"] = self.body_missing
         return out
+
+    def not_requested(self) -> str | None:
+        """Why this miss cannot be requested again (to be fetched), or None: a GET can, a
+        POST or PUT with its body kept can; anything else cannot."""
+        method = self.method.upper()
+        if method == "GET":
+            return None
+        if method not in APPENDED_METHODS:
+            return f"a {method}: only GET, POST and PUT are requested again"
+        if self.body is None:
+            return f"a {method} whose body was not kept: {self.body_missing or 'none recorded'}"
+        return None
+
+    @classmethod
+    def of(cls, request: BrowserRequest, reason: str, navigation: str = "") -> Miss:
+        """The miss of ``request`` (a POST's or PUT's body kept, see :func:`kept_body`)."""
+        body, content_type, missing = kept_body(request)
+        return cls(
+            request.url,
+            request.method,
+            request.resource_type,
+            reason,
+            navigation,
+            network_id=request.network_id,
+            body=body,
+            content_type=content_type,
+            body_missing=missing,
+        )
+
+    @classmethod
+    def from_json(cls, data: dict[str, Any]) -> Miss:
+        """A miss read back from ``qa.jsonl`` (a body that does not decode reads as none)."""
+        body = None
+        if isinstance(data.get("body"), str):
+            try:
+                body = base64.b64decode(data["body"], validate=True)
+            except (binascii.Error, ValueError):
+                body = None
+        content_type = data.get("content_type")
+        missing = data.get("body_missing")
+        return cls(
+            url=str(data.get("url", "")),
+            method=str(data.get("method", "GET")),
+            resource_type=str(data.get("type", "")),
+            reason=str(data.get("reason", "")),
+            navigation=str(data.get("navigation", "")),
+            initiator=str(data.get("initiator", "")),
+            body=body,
+            content_type=content_type if isinstance(content_type, str) else None,
+            body_missing=missing if isinstance(missing, str) else None,
+        )
+
+
+def kept_body(request: BrowserRequest) -> tuple[bytes | None, str | None, str | None]:
+    """``(body, content_type, why_not_kept)`` of a request that carries its parameters in its
+    body (POST, PUT: what replay appends to the key), else three Nones."""
+    if request.method.upper() not in APPENDED_METHODS:
+        return None, None, None
+    content_type = next(
+        (value for name, value in request.headers if name.lower() == "content-type"), None
+    )
+    if not request.body_complete:
+        return None, content_type, "the browser did not report the whole body (a file, a stream)"
+    body = request.body or b""
+    if len(body) > MAX_KEPT_BODY:
+        return None, content_type, f"its body is over {MAX_KEPT_BODY} bytes (an upload)"
+    return body, content_type, None
 
 
 @dataclass(frozen=True, slots=True)
@@ -135,16 +221,7 @@ class ArchiveAnswers:
         if seen in self._seen or len(self.misses) >= MAX_LISTED:
             return
         self._seen.add(seen)
-        self.misses.append(
-            Miss(
-                request.url,
-                request.method,
-                request.resource_type,
-                reason,
-                navigation,
-                network_id=request.network_id,
-            )
-        )
+        self.misses.append(Miss.of(request, reason, navigation))
 
 
 def browser_own(request: BrowserRequest) -> bool:
@@ -196,6 +273,15 @@ class SharedArchive:
         self.archive = archive
         self._lock = threading.Lock()
 
+    def refresh(self) -> int:
+        """Read what the crawl wrote since (a running crawl's archive grows); the lines added."""
+        with self._lock:
+            return self.archive.refresh()
+
+    def close(self) -> None:
+        with self._lock:
+            self.archive.close()
+
     def lookup(self, request: BrowserRequest, at: str) -> Served | Lacking:
         with self._lock:
             return self.archive.lookup(request, at)
@@ -244,11 +330,12 @@ class ArchiveReplay:
 
 def _with_initiator(miss: Miss, result: PageResult) -> Miss:
     initiator = result.initiators.get(miss.network_id, "") if miss.network_id else ""
-    return Miss(miss.url, miss.method, miss.resource_type, miss.reason, miss.navigation, initiator)
+    return dataclasses.replace(miss, initiator=initiator, network_id="")
 
 
 __all__ = [
     "DIFFERS_BELOW",
+    "MAX_KEPT_BODY",
     "NOT_ARCHIVED",
     "STATUS_COMPLETE",
     "STATUS_DIFFERS",
@@ -261,4 +348,5 @@ __all__ = [
     "Miss",
     "PageCheck",
     "SharedArchive",
+    "kept_body",
 ]

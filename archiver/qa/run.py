@@ -37,6 +37,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Protocol
 
+from archiver import atomicfile
 from archiver.errors import LockedError, SettingsError
 from archiver.qa.archive import Archive, page_timestamp
 from archiver.qa.check import (
@@ -208,41 +209,52 @@ def page_line(
 
 
 def totals(lines: Path) -> dict[str, Any]:
-    """The ``qa`` entry of ``summary.json``: counts over every line of ``qa.jsonl``."""
-    statuses: Counter[str] = Counter()
-    missing: set[str] = set()
-    fuzzy: set[str] = set()
-    unfixable: set[str] = set()
-    replayer: set[str] = set()
-    errors = 0
-    text_scores: list[float] = []
-    shot_scores: list[float] = []
-    pages = 0
+    """The ``qa`` entry of ``summary.json``: counts over the pages of ``qa.jsonl``, each page
+    by its last line (a page checked again, by a resumed crawl or a patch, counts once).
+
+    ``misses_found`` adds up, page by page, what its checks found missing (``found``: every
+    check of a page during the crawl; else its ``misses``), ``misses_patched`` what of that
+    its lease captured (``patched``); ``missing_urls`` counts the URLs still missing."""
+    pages: dict[str, dict[str, Any]] = {}
     with open(lines, encoding="utf-8", errors="replace") as fh:
         for raw in fh:
             try:
                 line = json.loads(raw)
             except ValueError:
                 continue
-            pages += 1
-            statuses[str(line.get("status"))] += 1
-            missing.update(str(miss["url"]) for miss in line.get("misses", []))
-            fuzzy.update(str(answer["url"]) for answer in line.get("fuzzy", []))
-            unfixable.update(str(item["url"]) for item in line.get("unfixable", []))
-            replayer.update(str(item["url"]) for item in line.get("replayer_misses", []))
-            errors += len(line.get("console", []))
-            if isinstance(line.get("text_similarity"), int | float):
-                text_scores.append(float(line["text_similarity"]))
-            if isinstance(line.get("screenshot_similarity"), int | float):
-                shot_scores.append(float(line["screenshot_similarity"]))
+            if isinstance(line, dict):
+                pages[str(line.get("url"))] = line
+    statuses: Counter[str] = Counter()
+    missing: set[str] = set()
+    fuzzy: set[str] = set()
+    unfixable: set[str] = set()
+    replayer: set[str] = set()
+    errors = found = patched = 0
+    text_scores: list[float] = []
+    shot_scores: list[float] = []
+    for line in pages.values():
+        statuses[str(line.get("status"))] += 1
+        missing.update(str(miss["url"]) for miss in line.get("misses", []))
+        fuzzy.update(str(answer["url"]) for answer in line.get("fuzzy", []))
+        unfixable.update(str(item["url"]) for item in line.get("unfixable", []))
+        replayer.update(str(item["url"]) for item in line.get("replayer_misses", []))
+        errors += len(line.get("console", []))
+        found += len(line.get("found", line.get("misses", [])))
+        patched += len(line.get("patched", []))
+        if isinstance(line.get("text_similarity"), int | float):
+            text_scores.append(float(line["text_similarity"]))
+        if isinstance(line.get("screenshot_similarity"), int | float):
+            shot_scores.append(float(line["screenshot_similarity"]))
     return {
-        "pages": pages,
+        "pages": len(pages),
         STATUS_COMPLETE: statuses[STATUS_COMPLETE],
         STATUS_INCOMPLETE: statuses[STATUS_INCOMPLETE],
         STATUS_UNREPLAYABLE: statuses[STATUS_UNREPLAYABLE],
         STATUS_DIFFERS: statuses[STATUS_DIFFERS],
         STATUS_FAILED: statuses[STATUS_FAILED],
         "missing_urls": len(missing),
+        "misses_found": found,
+        "misses_patched": patched,
         "fuzzy_urls": len(fuzzy),
         "unfixable_urls": len(unfixable),
         "replayer_missed_urls": len(replayer),
@@ -250,6 +262,18 @@ def totals(lines: Path) -> dict[str, Any]:
         "text_similarity": _mean(text_scores),
         "screenshot_similarity": _mean(shot_scores),
     }
+
+
+def append_line(lines: Path, line: dict[str, Any]) -> None:
+    """Add a page's line to ``qa.jsonl`` in one ``write`` to a file opened for appending
+    (O_APPEND: each write lands whole at the end, so the workers and the processes of a crawl
+    can add lines side by side)."""
+    data = (json.dumps(line) + "\n").encode("utf-8")
+    fd = os.open(lines, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o644)
+    try:
+        os.write(fd, data)
+    finally:
+        os.close(fd)
 
 
 def _mean(values: list[float]) -> float | None:
@@ -267,9 +291,7 @@ def write_summary(crawl_dir: Path, qa_totals: dict[str, Any]) -> None:
     if not isinstance(summary, dict):
         summary = {}
     summary["qa"] = qa_totals
-    tmp = path.with_name(path.name + ".tmp")
-    tmp.write_text(json.dumps(summary, indent=2) + "\n", encoding="utf-8")
-    os.replace(tmp, path)
+    atomicfile.write_text(path, json.dumps(summary, indent=2) + "\n")
 
 
 @dataclass
@@ -343,8 +365,7 @@ class QaRun:
 
     def _write(self, page: Page, check: PageCheck, reference: Reference) -> dict[str, Any]:
         line = page_line(page, check, reference, self.crawl_dir, self.replayer_name)
-        with open(self.lines, "a", encoding="utf-8") as fh:
-            fh.write(json.dumps(line) + "\n")
+        append_line(self.lines, line)
         return line
 
 
@@ -352,8 +373,11 @@ __all__ = [
     "QA_LINES",
     "QaResult",
     "QaRun",
+    "append_line",
     "choose_pages",
+    "done_pages",
     "page_line",
     "read_pages",
+    "reference_of",
     "totals",
 ]

@@ -15,6 +15,14 @@ archive as archiver replays it: lacking there too, a miss of the archive; presen
 of ReplayWeb.page alone, reported apart with the reason found (:mod:`archiver.qa.tools` does the
 same for pywb). The page is read once the frame's document has loaded and its network has been
 quiet for :data:`QUIET` seconds: its rendered text and a screenshot of the view.
+
+Only the requests of the replay frame and of the frames within it are the page's; the frames
+above it are ReplayWeb.page's own, and so are their requests: its address bar looks for the
+replayed page's icon by fetching, in turn, each icon the page names and then the site's
+``/favicon.ico`` (wombat adds that one whatever the page says; ReplayWeb.page 2.x,
+``src/item.ts``, ``onFavIcons``), which a crawl need not hold. Each request's frame comes with
+it (``Network.requestWillBeSent``'s ``frameId``), each frame's parent with its attachment
+(``Page.frameAttached``).
 """
 
 from __future__ import annotations
@@ -58,6 +66,8 @@ class FrameTraffic:
     in_flight: set[str] = field(default_factory=set)
     requests: dict[str, BrowserRequest] = field(default_factory=dict)
     statuses: dict[str, int] = field(default_factory=dict)
+    frames: dict[str, str] = field(default_factory=dict)  #: request id -> the frame that made it
+    parents: dict[str, str] = field(default_factory=dict)  #: frame id -> its parent frame's
     last_change: float = 0.0
 
     def watch(self, session: Session) -> None:
@@ -65,6 +75,22 @@ class FrameTraffic:
         session.on("Network.responseReceived", self._received)
         session.on("Network.loadingFinished", self._done)
         session.on("Network.loadingFailed", self._done)
+        session.on("Page.frameAttached", self._attached)
+
+    def _attached(self, params: Params) -> None:
+        if "parentFrameId" in params:
+            self.parents[str(params.get("frameId", ""))] = str(params["parentFrameId"])
+
+    def within(self, request_id: str, frame: str) -> bool:
+        """Whether the request was made by ``frame`` or by a frame within it."""
+        current: str | None = self.frames.get(request_id)
+        seen: set[str] = set()
+        while current is not None and current not in seen:
+            if current == frame:
+                return True
+            seen.add(current)
+            current = self.parents.get(current)
+        return False
 
     def _touch(self) -> None:
         self.last_change = asyncio.get_running_loop().time()
@@ -74,6 +100,7 @@ class FrameTraffic:
         request = params.get("request", {})
         body = request.get("postData")
         self.in_flight.add(request_id)
+        self.frames[request_id] = str(params.get("frameId", ""))
         self.requests[request_id] = BrowserRequest(
             method=str(request.get("method", "GET")),
             url=str(request.get("url", "")),
@@ -155,6 +182,8 @@ class RwpReplayer:
             target_url = archived_url(request.url, origin)
             if target_url is None or traffic.statuses.get(request_id) != 404:
                 continue
+            if not traffic.within(request_id, frame):
+                continue  # ReplayWeb.page's own: the address bar's icon (module docstring)
             asked = BrowserRequest(
                 request.method, target_url, request.headers, request.body, True,
                 request.resource_type, False, False, False, request_id,

@@ -156,7 +156,7 @@ async def classify(
         found = await asyncio.to_thread(archive.lookup, request, at)
         kind = request.resource_type
         if isinstance(found, Lacking):
-            lacking.append(Miss(request.url, request.method, kind, found.reason))
+            lacking.append(Miss.of(request, found.reason))
             continue
         if found.response.status == 404:
             continue  # the archived answer is a 404 itself: the tool served it

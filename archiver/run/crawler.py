@@ -21,13 +21,20 @@ import contextlib
 import os
 import time
 import traceback
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from typing import IO, Any, Protocol
 
 from archiver.config.assemble import check_browser, check_media, cookie_file, wacz_signer
 from archiver.config.settings import Settings
 from archiver.dedup.previous import PreviousCrawls
-from archiver.errors import ArchiverError, FrontierError, OutputError, StateError, WriteError
+from archiver.errors import (
+    ArchiverError,
+    FrontierError,
+    OutputError,
+    SessionEndedError,
+    StateError,
+    WriteError,
+)
 from archiver.fetch.cookiestxt import CookieLine
 from archiver.frontier import Backend
 from archiver.frontier.base import CrawlQueue, Lease
@@ -35,6 +42,7 @@ from archiver.models import MAX_REDIRECTS, CrawlItem, FailReason, Outcome, TaskR
 from archiver.pipeline.capture import Capturer
 from archiver.pipeline.counters import CrawlStats
 from archiver.pipeline.outcomes import WORKER_NAME
+from archiver.pipeline.parts import KeptRequest
 from archiver.pipeline.pipeline import Pipeline
 from archiver.run import finish, wiring
 from archiver.run.disk import DiskGuard, Reserve
@@ -51,7 +59,14 @@ from archiver.run.output import (
 )
 from archiver.run.seeds import SeedsFile, StartingSeeds, starting_seeds
 from archiver.run.state import CRAWL_KEY, check_state, new_identity, record_settled, stamp
-from archiver.run.stats import SNAPSHOT_HOSTS, TOP_HOSTS, BrowserSnapshot, Snapshot, Summary
+from archiver.run.stats import (
+    SNAPSHOT_HOSTS,
+    TOP_HOSTS,
+    BrowserSnapshot,
+    QaSnapshot,
+    Snapshot,
+    Summary,
+)
 from archiver.sign.signer import Signer
 from archiver.timefmt import Clock, utcnow
 
@@ -97,10 +112,12 @@ class Crawler:
         clock: Clock = utcnow,
         supervised_as: str | None = None,
         patch: tuple[CrawlItem, ...] | None = None,
+        kept_requests: Mapping[str, KeptRequest] | None = None,
     ) -> None:
         self.settings = settings
         #: ``archiver patch``: resume the crawl (completed or not) with these items only
-        #: (:mod:`archiver.run.patch`), not from its seeds
+        #: (:mod:`archiver.run.patch`), not from its seeds; ``kept_requests``: those to be
+        #: requested with a body (a POST a replayed page made)
         self._patch = patch
         self.options = wiring.Options(
             console=console,
@@ -109,6 +126,7 @@ class Crawler:
             clock=clock,
             pipeline_class=self.pipeline_class,
             supervised=supervised_as is not None,
+            kept_requests=kept_requests or {},
         )
         #: names this process in a shared crawl (``{hostname}-{pid}``); ``supervised_as``: one
         #: process of ``--processes N``, whose name stays the same across restarts so that it
@@ -183,6 +201,7 @@ class Crawler:
             dedup_bytes_saved=stats.dedup_bytes_saved,
             browser=BrowserSnapshot.of(stats.browser) if stats.browser is not None else None,
             paused=stages is not None and stages.control is not None and stages.control.paused,
+            qa=QaSnapshot.of(stats.qa) if stats.qa is not None else None,
         )
 
     # -- the run ----------------------------------------------------------------------------
@@ -243,6 +262,7 @@ class Crawler:
             await wiring.assemble(run, stages, self.options)
             self._stamp(start.status)
             assert stages.pipeline is not None
+            await stages.pipeline.verify_session()
             if self._patch is not None:
                 self._seeds_file = None  # a patch run fetches its patches, not the seeds
                 await stages.pipeline.put(list(self._patch))
@@ -551,6 +571,14 @@ class Crawler:
         except (WriteError, FrontierError) as exc:
             self._stop(STATUS_INTERRUPTED, str(exc))
             log.error("write-error", url=lease.item.url, error=str(exc))
+            return None
+        except SessionEndedError as exc:
+            # the page showed a login wall: not archived, not done; a resumed crawl (after a
+            # new login) fetches it again. What the lease wrote is not committed (the resume
+            # cuts it): it leaves the figures too
+            capturer.withdraw()
+            self._stop(STATUS_INTERRUPTED, str(exc))
+            log.error("session-ended", url=exc.url, lease=lease.item.url, sign=exc.sign)
             return None
         except Exception as exc:  # a bug in archiver: stop with a clear error, never hang
             self.stats.failure(FailReason.INTERNAL)

@@ -28,6 +28,7 @@ from archiver.errors import (
     FrontierError,
     FrontierUnavailableError,
     OutputError,
+    SessionEndedError,
     WriteError,
 )
 from archiver.fetch.cookies import write_private
@@ -46,7 +47,7 @@ from archiver.run.output import (
     write_status,
 )
 from archiver.run.resume import close_abandoned
-from archiver.run.stats import SUMMARY_SEEDS, RunEntry, Summary
+from archiver.run.stats import SUMMARY_SEEDS, QaSnapshot, RunEntry, Summary
 from archiver.run.wiring import Run, Stages
 from archiver.sign.check import Identity
 from archiver.sign.signer import Signer, SigningAttempt
@@ -76,13 +77,17 @@ class CrawlResult:
 
 
 def error_status(exc: ArchiverError) -> tuple[str, str]:
-    """How an error that stopped the run ends it. A full disk or a frontier failing mid-crawl
-    is resumable once fixed (interrupted); a backend that cannot be reached at all, a wrong
-    setting or a bug is a failed run."""
+    """How an error that stopped the run ends it. A full disk, a frontier failing mid-crawl or
+    an expired login session is resumable once fixed (interrupted); a backend that cannot be
+    reached at all, a wrong setting or a bug is a failed run."""
     resumable = (
-        isinstance(exc, (WriteError, FrontierError))
-        and not isinstance(exc, FrontierUnavailableError)
-    ) or type(exc) is OutputError
+        (
+            isinstance(exc, (WriteError, FrontierError))
+            and not isinstance(exc, FrontierUnavailableError)
+        )
+        or type(exc) is OutputError
+        or isinstance(exc, SessionEndedError)
+    )
     return (STATUS_INTERRUPTED if resumable else STATUS_FAILED), str(exc)
 
 
@@ -238,7 +243,10 @@ def _cannot_write(exc: OSError) -> str:
 
 
 async def _close_browser(stages: Stages) -> None:
-    """Chromium stopped, every process of its group gone (the workers are done with it)."""
+    """Chromium stopped, every process of its group gone (the workers are done with it); the
+    archive the checks of ``--qa`` replayed from closed."""
+    if stages.checked_archive is not None:
+        stages.checked_archive.close()
     if stages.browser is None:
         return
     try:
@@ -275,7 +283,10 @@ async def _close_writer(
 
 
 async def _close_stages(stages: Stages) -> None:
-    """The fetcher, the frontier, the digest indexes, the earlier crawls, the page list."""
+    """The session's check, the fetcher, the frontier, the digest indexes, the earlier crawls,
+    the page list."""
+    if stages.session is not None:
+        await stages.session.close()
     if stages.fetcher is not None:
         await stages.fetcher.close()
     if stages.frontier is not None:
@@ -505,7 +516,29 @@ def _run_summary(run: Run, stages: Stages, status: str, reason: str | None) -> S
             else None
         ),
         version=__version__,
+        qa=qa_figures(run, whole=stages.is_last()),
     )
+
+
+def qa_figures(run: Run, *, whole: bool) -> dict[str, Any] | None:
+    """``--qa``: summary.json's ``qa``, the totals over the crawl's ``qa.jsonl``
+    (:func:`archiver.qa.run.totals`); for a process of a shared crawl that is not the last to
+    leave (``whole`` False), the figures of the pages it checked, in the same fields (the
+    crawl's totals are written by the last, or the supervisor of ``--processes N``)."""
+    if not run.settings.qa:
+        return None
+    counters = run.stats.qa
+    if not whole:
+        return None if counters is None else QaSnapshot.of(counters).as_totals()
+    return qa_totals(run.layout.root)
+
+
+def qa_totals(crawl_dir: Path) -> dict[str, Any] | None:
+    """The totals over ``crawl_dir``'s ``qa.jsonl`` (None when there is none)."""
+    from archiver.qa.run import QA_LINES, totals  # noqa: PLC0415 - only for --qa
+
+    lines = crawl_dir / QA_LINES
+    return totals(lines) if lines.is_file() else None
 
 
 def crawl_result(
@@ -713,6 +746,7 @@ __all__ = [
     "not_started",
     "package_crawl",
     "package_signed",
+    "qa_totals",
     "seal_committed",
     "unrecorded_result",
     "verdict",

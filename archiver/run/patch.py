@@ -18,24 +18,32 @@ the crawl's rules refuse, what a page asks for with a body, are reported and not
 after ``--rounds`` rounds. A miss can hide another (a missing script fetches nothing): the
 next round's check finds it once the first is there.
 
-Requests with a body (POST, PUT) are made by a page's scripts with data only the page has: they
-are not fetched here (a crawl with ``--browser`` captures them as the page makes them), and are
-listed as such.
+A request with a body (a POST search, a PUT) is made again with the body the page sent in the
+replay (the check keeps it, up to :data:`archiver.qa.check.MAX_KEPT_BODY` bytes): its lease
+makes that request instead of a GET, so the capture is indexed under the key replay looks it
+up with (the body's parameters appended) and pywb's fuzzy rule serves it to the next load,
+whose body differs (a timestamp). Not fetched, and listed with why: another method (only GET,
+POST and PUT are requested again), a body the browser did not report whole (a file, a stream)
+or larger than that limit (an upload), and a POST or PUT to a URL the crawl's frontier holds
+already (it queues each URL once: when the URL was fetched with GET, the POST is not queued
+again; ``crawl --qa`` fetches it in its page's own lease instead).
 """
 
 from __future__ import annotations
 
 import json
-import os
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from archiver import atomicfile
 from archiver.config.settings import Settings, parse_value, setting_fields
 from archiver.errors import ArchiverError
 from archiver.models import CrawlItem, Hop
+from archiver.pipeline.parts import KeptRequest
+from archiver.qa.check import Miss
 from archiver.qa.options import QaOptions
-from archiver.qa.run import QA_LINES, QaRun, totals
+from archiver.qa.run import QA_LINES, QaRun, done_pages, read_pages, totals
 from archiver.run.crawler import Crawler, CrawlResult
 
 DEFAULT_ROUNDS = 3
@@ -87,38 +95,61 @@ def crawl_settings(crawl_dir: Path, **overrides: Any) -> Settings:
     return Settings(**values)
 
 
-def misses_to_fetch(lines: Path, tried: set[str]) -> tuple[list[CrawlItem], dict[str, str]]:
-    """The GET misses of ``qa.jsonl`` not tried yet, each a requisite of its page; and the
-    misses that are not fetched, with why."""
+@dataclass
+class PatchPlan:
+    """What a round fetches: the misses as requisites of their pages, those to be requested
+    with their body (a POST or PUT), and the misses not fetched, with why."""
+
+    items: list[CrawlItem] = field(default_factory=list)
+    kept: dict[str, KeptRequest] = field(default_factory=dict)
+    left: dict[str, str] = field(default_factory=dict)
+
+
+def misses_to_fetch(lines: Path, tried: set[str], pages: set[str] | None = None) -> PatchPlan:
+    """The misses of ``qa.jsonl`` (of ``pages`` only, when given) not tried yet, each a
+    requisite of its page; a POST or PUT with the body the check kept; and the misses that
+    are not fetched, with why."""
+    plan = PatchPlan()
     items: dict[str, CrawlItem] = {}
-    left: dict[str, str] = {}
     if not lines.is_file():
-        return [], left
+        return plan
     for raw in lines.read_text(encoding="utf-8", errors="replace").splitlines():
         try:
             line = json.loads(raw)
         except ValueError:
             continue
         page = str(line.get("url", ""))
-        for miss in line.get("misses", []):
-            url = str(miss.get("url", ""))
-            if miss.get("method", "GET") != "GET":
-                left[url] = f"a {miss.get('method')} with a body only the page's script has"
+        if pages is not None and page not in pages:
+            continue
+        for listed in line.get("misses", []):
+            miss = Miss.from_json(listed)
+            url = miss.url
+            why = miss.not_requested()
+            if why is not None:
+                plan.left[url] = why
                 continue
             if url in tried:
                 if url not in items:
-                    left.setdefault(url, "fetched in an earlier round, still not replayable")
+                    plan.left.setdefault(url, "fetched in an earlier round, still not replayable")
                 continue
             items.setdefault(url, CrawlItem(url=page).child(url, Hop.EMBED))
+            if miss.body is not None:
+                plan.kept.setdefault(url, KeptRequest(miss.method, miss.content_type, miss.body))
         for item in line.get("unfixable", []):
-            left[str(item.get("url"))] = str(item.get("reason"))
-    return list(items.values()), left
+            plan.left[str(item.get("url"))] = str(item.get("reason"))
+    plan.items = list(items.values())
+    return plan
 
 
 async def patch_crawl(
-    crawl_dir: Path, options: QaOptions, *, rounds: int = DEFAULT_ROUNDS
+    crawl_dir: Path,
+    options: QaOptions,
+    *,
+    rounds: int = DEFAULT_ROUNDS,
+    only: set[str] | None = None,
 ) -> PatchResult:
-    """Fetch what ``qa.jsonl`` names as missing, and check again (see the module docstring)."""
+    """Fetch what ``qa.jsonl`` names as missing (the misses of the pages ``only`` names, when
+    given), and check again (see the module docstring)."""
     if not (crawl_dir / "index.cdxj").is_file():
         raise PatchError(f"no index.cdxj in {crawl_dir}: is it a crawl directory?")
     lines = crawl_dir / QA_LINES
@@ -127,26 +158,41 @@ async def patch_crawl(
     result = PatchResult()
     tried: set[str] = set()
     for number in range(1, rounds + 1):
-        items, left = misses_to_fetch(lines, tried)
-        result.left = left
+        plan = misses_to_fetch(lines, tried, only)
+        result.left = plan.left
+        items = plan.items
         if not items:
             break
         tried.update(item.url for item in items)
-        crawl = await _fetch(crawl_dir, items)
+        crawl = await _fetch(crawl_dir, plan)
         pages = sorted({item.via for item in items if item.via})
         _forget(lines, set(pages))
         qa = await QaRun(crawl_dir, _only(options, pages)).run()
         result.rounds.append(
             PatchRound(number, len(items), _captures(crawl), int(qa.totals["missing_urls"]))
         )
-    _items, result.left = misses_to_fetch(lines, tried)
+    result.left = misses_to_fetch(lines, tried, only).left
     result.missing = int(totals(lines)["missing_urls"])
     return result
 
 
-async def _fetch(crawl_dir: Path, items: list[CrawlItem]) -> CrawlResult:
+async def check_the_rest(crawl_dir: Path, options: QaOptions) -> PatchResult | None:
+    """``crawl --qa`` once the crawl completed: the pages it did not check while it ran (listed
+    by an earlier run without ``--qa``, or whose lease ended in a browser failure) checked now,
+    and what they lack patched. None when every page was checked during the crawl."""
+    lines = crawl_dir / QA_LINES
+    checked = done_pages(lines)
+    rest = [page.url for page in read_pages(crawl_dir) if page.url not in checked]
+    if not rest:
+        return None
+    await QaRun(crawl_dir, _only(options, rest)).run()
+    return await patch_crawl(crawl_dir, options, only=set(rest))
+
+
+async def _fetch(crawl_dir: Path, plan: PatchPlan) -> CrawlResult:
     settings = crawl_settings(crawl_dir)
-    result = await Crawler(settings, patch=tuple(items)).run()
+    crawler = Crawler(settings, patch=tuple(plan.items), kept_requests=plan.kept)
+    result = await crawler.run()
     if result.status not in ("completed", "limit"):
         raise PatchError(
             f"the patch run of {crawl_dir} ended {result.status}: {result.reason or ''}".strip()
@@ -180,9 +226,16 @@ def _forget(lines: Path, pages: set[str]) -> None:
             continue
         if url not in pages:
             kept.append(raw)
-    tmp = lines.with_name(lines.name + ".tmp")
-    tmp.write_text("".join(line + "\n" for line in kept), encoding="utf-8")
-    os.replace(tmp, lines)
+    atomicfile.write_text(lines, "".join(line + "\n" for line in kept))
 
 
-__all__ = ["DEFAULT_ROUNDS", "PatchError", "PatchResult", "crawl_settings", "patch_crawl"]
+__all__ = [
+    "DEFAULT_ROUNDS",
+    "PatchError",
+    "PatchPlan",
+    "PatchResult",
+    "check_the_rest",
+    "crawl_settings",
+    "misses_to_fetch",
+    "patch_crawl",
+]

@@ -25,6 +25,7 @@ from archiver.pipeline.counters import (
     OTHER_SEEDS,
     BrowserCounters,
     CrawlStats,
+    QaCounters,
     SeedCounts,
     extractor_table,
 )
@@ -80,6 +81,49 @@ class BrowserSnapshot:
 
 
 @dataclass(frozen=True, slots=True)
+class QaSnapshot:
+    """What the replay check of each page did so far (``--qa``): at the end, equal to
+    ``summary.json``'s ``qa`` totals of a crawl run at once."""
+
+    checked: int = 0
+    complete: int = 0
+    incomplete: int = 0
+    misses_found: int = 0
+    misses_patched: int = 0
+
+    @classmethod
+    def from_totals(cls, totals: Mapping[str, Any]) -> QaSnapshot:
+        """The figures of ``summary.json``'s ``qa`` totals."""
+        return cls(
+            _int(totals.get("pages")),
+            _int(totals.get("complete")),
+            _int(totals.get("incomplete")),
+            _int(totals.get("misses_found")),
+            _int(totals.get("misses_patched")),
+        )
+
+    def as_totals(self) -> dict[str, int]:
+        """These figures in the fields of ``summary.json``'s ``qa``."""
+        return {
+            "pages": self.checked,
+            "complete": self.complete,
+            "incomplete": self.incomplete,
+            "misses_found": self.misses_found,
+            "misses_patched": self.misses_patched,
+        }
+
+    @classmethod
+    def of(cls, counters: QaCounters) -> QaSnapshot:
+        return cls(
+            counters.checked,
+            counters.by_status["complete"],
+            counters.by_status["incomplete"],
+            counters.misses_found,
+            counters.misses_patched,
+        )
+
+
+@dataclass(frozen=True, slots=True)
 class Snapshot:
     """A cheap view of a running crawl (see the module docstring)."""
 
@@ -109,10 +153,12 @@ class Snapshot:
     processes: int | None = None
     #: the operator paused the crawl (``DIR/paused``): no new fetch starts
     paused: bool = False
+    #: the replay check of each page as it is captured (``--qa``)
+    qa: QaSnapshot | None = None
 
     def to_json(self) -> dict[str, Any]:
-        """The JSON object of ``/status`` and the stats lines (``browser`` and ``processes``
-        only when there are)."""
+        """The JSON object of ``/status`` and the stats lines (``browser``, ``processes`` and
+        ``qa`` only when there are)."""
         data = {f.name: getattr(self, f.name) for f in dataclasses.fields(self)}
         data["failures"] = dict(self.failures)
         data["skips"] = dict(self.skips)
@@ -125,6 +171,10 @@ class Snapshot:
             data["browser"] = dataclasses.asdict(self.browser)
         if self.processes is None:
             del data["processes"]
+        if self.qa is None:
+            del data["qa"]
+        else:
+            data["qa"] = dataclasses.asdict(self.qa)
         return data
 
     @classmethod
@@ -132,6 +182,7 @@ class Snapshot:
         """A snapshot read back from its JSON (a crawler process's stats line, where
         ``top_hosts`` is an object)."""
         browser = data.get("browser")
+        qa = data.get("qa")
         return cls(
             elapsed=_float(data.get("elapsed")),
             captures=_int(data.get("captures")),
@@ -157,6 +208,7 @@ class Snapshot:
             browser=_read(BrowserSnapshot, browser) if isinstance(browser, Mapping) else None,
             processes=_int(data["processes"]) if "processes" in data else None,
             paused=data.get("paused") is True,
+            qa=_read(QaSnapshot, qa) if isinstance(qa, Mapping) else None,
         )
 
     @classmethod
@@ -178,6 +230,7 @@ class Snapshot:
         files = [p.warc_file for p in parts if p.warc_file]
         hosts = _added(p.by_host or dict(p.top_hosts) for p in parts)
         browsers = [p.browser for p in parts if p.browser is not None]
+        checks = [p.qa for p in parts if p.qa is not None]
         return cls(
             elapsed=round(elapsed, 1),
             captures=captures,
@@ -202,6 +255,7 @@ class Snapshot:
             dedup_bytes_saved=sum(p.dedup_bytes_saved for p in parts),
             browser=_summed(BrowserSnapshot, browsers) if browsers else None,
             processes=processes,
+            qa=_summed(QaSnapshot, checks) if checks else None,
         )
 
 
@@ -502,6 +556,7 @@ class Summary:
             by_host=self.by_host,
             dedup_bytes_saved=self.dedup_bytes_saved,
             browser=None if self.browser is None else self.browser.as_snapshot(),
+            qa=None if self.qa is None else QaSnapshot.from_totals(self.qa),
         )
 
     @classmethod
@@ -849,6 +904,7 @@ __all__ = [
     "BrowserSnapshot",
     "BrowserSummary",
     "Largest",
+    "QaSnapshot",
     "Snapshot",
     "Summary",
     "Table",

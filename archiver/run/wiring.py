@@ -24,7 +24,7 @@ from __future__ import annotations
 import os
 import socket
 import sys
-from collections.abc import Callable, Collection
+from collections.abc import Callable, Collection, Mapping
 from dataclasses import dataclass, field
 from typing import IO, TYPE_CHECKING, Any
 
@@ -40,6 +40,7 @@ from archiver.config.assemble import (
     politeness,
     record_factory,
     robots_checker,
+    session_policy,
     sitemap_policy,
     writer_config,
 )
@@ -59,8 +60,9 @@ from archiver.media.resolver import YtDlpResolver
 from archiver.models import CrawlItem, ResumeInfo
 from archiver.pipeline.counters import CrawlStats
 from archiver.pipeline.mediabudget import MediaBytes, MemoryMediaBytes
-from archiver.pipeline.parts import BrowserParts, Parts, RunContext
+from archiver.pipeline.parts import BrowserParts, CheckParts, KeptRequest, Parts, RunContext
 from archiver.pipeline.pipeline import Pipeline
+from archiver.pipeline.session import SessionWatch
 from archiver.policy.ignores import Exclusions, compile_patterns
 from archiver.policy.netguard import AddressPolicy
 from archiver.policy.robots import Robots, RobotsCache
@@ -70,7 +72,7 @@ from archiver.policy.sitemaps import SitemapPolicy
 from archiver.run.control import Additions, LiveControl
 from archiver.run.disk import DiskGuard, Reserve
 from archiver.run.log import CrawlLog, console_level
-from archiver.run.output import Layout, RunStart, prepare
+from archiver.run.output import Layout, RunStart, journal_dirs, prepare
 from archiver.run.pages import PageList
 from archiver.run.resume import repair_open_warcs
 from archiver.run.stats import SUMMARY_SEEDS
@@ -80,6 +82,7 @@ from archiver.version import __version__
 
 if TYPE_CHECKING:
     from archiver.browser.pool import BrowserPool
+    from archiver.qa.check import SharedArchive
 from archiver.warc.naming import safe_name_part
 from archiver.warc.writer import WriteFn, Writer, WriterConfig
 
@@ -135,6 +138,9 @@ class Stages:
     writer: Writer | None = None
     pages: PageList | None = None
     browser: BrowserPool | None = None
+    #: ``--qa``: what each page's check replays from (closed at the end)
+    checked_archive: SharedArchive | None = None
+    session: SessionWatch | None = None  #: --logged-out, --login-check
     pipeline: Pipeline | None = None
     control: LiveControl | None = None  #: the ignores and control.toml, watched
     #: the SSRF guard's addresses (the seeds' own are allowed, batch by batch for a seeds file)
@@ -159,6 +165,9 @@ class Options:
     #: one process of ``--processes N``: the supervisor merges the index, packages the WACZ
     #: and writes the crawl's summary once every process has stopped, so this one never does
     supervised: bool = False
+    #: URL -> the request with a body to make for it (``archiver patch``: a POST a replayed
+    #: page made)
+    kept_requests: Mapping[str, KeptRequest] = field(default_factory=dict)
 
 
 def process_id(settings: Settings) -> str | None:
@@ -267,6 +276,7 @@ async def assemble(run: Run, stages: Stages, options: Options) -> None:
     writer.start()
     pages = stages.pages = PageList(layout.pages)
     browser = await open_browser(run, stages)
+    session = stages.session = session_watch(run, fetcher, frontier)
     media_resolver = await open_media_resolver(run, stages)
     parts = Parts(
         frontier=frontier,
@@ -281,6 +291,8 @@ async def assemble(run: Run, stages: Stages, options: Options) -> None:
         pages=pages,
         browser=browser,
         exclusions=control.exclusions,
+        kept_requests=options.kept_requests,
+        session=session,
         media_bytes=stages.media_bytes or MemoryMediaBytes(),
         media_resolver=media_resolver,
     )
@@ -346,15 +358,17 @@ async def open_frontier(run: Run, stages: Stages, injected: Backend | None) -> R
 
 
 async def open_browser(run: Run, stages: Stages) -> BrowserParts | None:
-    """The browser stage (``--browser all|auto``): its pool of tabs, started (what an earlier
-    run's Chromium left in the state directory is reaped now; Chromium itself starts with the
-    first page), and the recall of what the crawl captured."""
+    """The browser stage (``--browser all|auto``, or ``--qa`` whose checks replay pages in
+    it): its pool of tabs, started (what an earlier run's Chromium left in the state directory
+    is reaped now; Chromium itself starts with the first page), the recall of what the crawl
+    captured, and with ``--qa`` the archive the checks replay from."""
     s = run.settings
-    if not wants_browser(s, run.seed_rules):
+    if not wants_browser(s, run.seed_rules) and not s.qa:
         return None
     # imported here: a static crawl does not load the browser stage at all
     from archiver.browser.exchange import MAX_FULFILL_BODY  # noqa: PLC0415
     from archiver.browser.pool import BrowserPool  # noqa: PLC0415
+    from archiver.pipeline.cookiesync import BrowserCookies  # noqa: PLC0415
     from archiver.pipeline.recall import Recall  # noqa: PLC0415
 
     pool = stages.browser = BrowserPool(browser_config(s, run.layout.state / "browser"))
@@ -362,7 +376,42 @@ async def open_browser(run: Run, stages: Stages) -> BrowserParts | None:
     recall = Recall(
         stages.captured or MemoryCapturedUrls(), run.layout.warcs, max_body=MAX_FULFILL_BODY
     )
-    return BrowserParts(pool, recall, MAX_FULFILL_BODY, references=s.qa)
+    checks = open_checks(run, stages) if s.qa else None
+    jar = stages.fetcher.cookies if stages.fetcher is not None else None
+    cookies = BrowserCookies(pool, jar) if jar is not None else None
+    return BrowserParts(
+        pool,
+        recall,
+        MAX_FULFILL_BODY,
+        references=s.qa,
+        checks=checks,
+        cookies=cookies,
+    )
+
+
+def open_checks(run: Run, stages: Stages) -> CheckParts:
+    """``--qa``: the archive each page's check replays from, what the crawl has written so far
+    (every process's journals, followed), and the earlier crawls its revisits refer to."""
+    from archiver.browser.exchange import MAX_FULFILL_BODY  # noqa: PLC0415
+    from archiver.qa.archive import Archive, earlier_indexes  # noqa: PLC0415
+    from archiver.qa.check import SharedArchive  # noqa: PLC0415
+    from archiver.qa.journals import JournalIndex  # noqa: PLC0415
+
+    layout = run.layout
+    root = layout.root
+    journaled = JournalIndex(
+        layout.state / "replay-index.sqlite", lambda: journal_dirs(root), layout.warcs
+    )
+    earlier = earlier_indexes([path for path in run.settings.dedup_from if path.is_dir()])
+    archive = stages.checked_archive = SharedArchive(Archive(journaled, earlier, MAX_FULFILL_BODY))
+    return CheckParts(archive, root)
+
+
+def session_watch(run: Run, fetcher: Fetcher, frontier: Frontier) -> SessionWatch | None:
+    """What tells the crawl that its login session ended (``--logged-out``,
+    ``--login-check``), or None when nothing was asked."""
+    policy = session_policy(run.settings)
+    return SessionWatch(policy, fetcher, frontier) if policy.active else None
 
 
 async def open_media_resolver(run: Run, stages: Stages) -> YtDlpResolver | None:
@@ -406,7 +455,8 @@ async def more_seeds(run: Run, stages: Stages, seeds: list[Seed]) -> None:
     processes and later runs), their sites in scope, their addresses allowed by the SSRF
     guard, then queued with the sitemaps they imply. (Credential headers stay with the hosts
     of the seeds known at the start and ``--credential-host``; the browser is started for the
-    seeds known at the start: a later seed's ``browser`` is logged and left aside.)"""
+    seeds known at the start, or for ``--qa``: without it, a later seed's ``browser`` is
+    logged and left aside.)"""
     assert stages.scope is not None and stages.pipeline is not None
     own = {seed.key: seed.spec for seed in seeds if seed.spec is not None}
     if own:

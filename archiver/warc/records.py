@@ -123,11 +123,18 @@ class RecordFactory:
     """Builds the records of captures. ``new_id`` and ``clock`` are injectable for golden tests."""
 
     def __init__(
-        self, *, algorithm: str = "sha1", new_id: IdFactory = new_record_id, clock: Clock = utcnow
+        self,
+        *,
+        algorithm: str = "sha1",
+        new_id: IdFactory = new_record_id,
+        clock: Clock = utcnow,
+        redact_cookies: bool = False,
     ) -> None:
         self.algorithm = algorithm
         self.new_id = new_id
         self.clock = clock
+        #: request records carry ``Cookie`` values replaced (``--redact-cookies``)
+        self.redact_cookies = redact_cookies
 
     @staticmethod
     def _common(
@@ -234,13 +241,18 @@ class RecordFactory:
         self, ex: Exchange, date: str, concurrent_to: str, shared: list[tuple[str, str]]
     ) -> PendingRecord:
         headers = self._common("request", self.new_id(), date, shared)
+        block, block_digest = ex.request, ex.request_block_digest
+        if self.redact_cookies:
+            redacted = redact_cookies(block)
+            if redacted != block:
+                block, block_digest = redacted, digest.digest_bytes(self.algorithm, redacted)
         headers += [
             ("WARC-Concurrent-To", concurrent_to),
-            ("WARC-Block-Digest", ex.request_block_digest),
+            ("WARC-Block-Digest", block_digest),
             ("WARC-Payload-Digest", ex.request_payload_digest),
             ("Content-Type", CT_REQUEST),
         ]
-        return PendingRecord("request", headers, ex.request, len(ex.request))
+        return PendingRecord("request", headers, block, len(block))
 
     def _capture_metadata(self, ex: Exchange, date: str, concurrent_to: str) -> list[PendingRecord]:
         """What the capture's records cannot say themselves, as one metadata record beside
@@ -354,6 +366,30 @@ class RecordFactory:
             ("Content-Type", CT_FIELDS),
         ]
         return PendingRecord("warcinfo", headers, block, len(block))
+
+
+#: What a redacted cookie's value becomes (``--redact-cookies``).
+REDACTED = b"redacted"
+
+
+def redact_cookies(request: bytes) -> bytes:
+    """The request with the value of every cookie in its ``Cookie`` header fields replaced by
+    :data:`REDACTED`, their names kept (RFC 6265 section 4.2.1: ``name=value`` pairs joined by
+    ``"; "``). Nothing else changes: the request line, the other fields, their order and case,
+    the body (so the payload digest stays). Not byte-exact any more, which the warcinfo record
+    of such a crawl says."""
+    end = request.find(b"\r\n\r\n")
+    head, rest = (request, b"") if end < 0 else (request[:end], request[end:])
+    lines = head.split(b"\r\n")
+    changed = False
+    for i, line in enumerate(lines[1:], start=1):
+        name, sep, value = line.partition(b":")
+        if sep and name.strip().lower() == b"cookie":
+            pairs = [pair.strip() for pair in value.split(b";") if pair.strip()]
+            names = [pair.partition(b"=")[0].strip() for pair in pairs]
+            lines[i] = name + b": " + b"; ".join(n + b"=" + REDACTED for n in names)
+            changed = True
+    return b"\r\n".join(lines) + rest if changed else request
 
 
 def _keyed_request(ex: Exchange) -> bytes | None:

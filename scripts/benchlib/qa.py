@@ -6,7 +6,9 @@ page's JSON). Two crawls of it are checked: a static one (it holds the home shel
 script: every page lacks its JSON, image and font) and a ``--browser all`` one (complete). Each
 is checked with no link clicked and with three links clicked in each page; beside them, the
 ``--browser all`` crawl itself is measured, the peer in the same run: what a page costs to
-capture in the browser against what it costs to replay and check.
+capture in the browser against what it costs to replay and check. Each crawl is also made with
+``--qa`` (every page checked right after its capture, what it lacks captured in its lease),
+beside the same crawl without it: what proving each page during the crawl adds.
 """
 
 from __future__ import annotations
@@ -49,6 +51,16 @@ def _patch(crawl: Path, rundir: Path, *, tabs: int) -> dict[str, Any]:
     }
 
 
+def _crawl_with_qa(seed: str, rundir: Path, extra: list[str], tabs: int) -> dict[str, Any]:
+    """The same crawl with ``--qa``: each page checked as it is captured."""
+    crawl = peers.run_archiver(
+        seed, rundir, workers=tabs * 2, frontier_args=["--frontier", "sqlite"],
+        extra_args=[*extra, "--wacz", "--qa", "--browser-tabs", str(tabs)], timeout=3600,
+    )  # fmt: skip
+    summary = json.loads((rundir / "crawl" / "summary.json").read_text())
+    return {**crawl.m.as_dict(), "pages": summary.get("pages", 0), "totals": summary.get("qa", {})}
+
+
 def run(*, pages: int, rounds: int, tabs: int, keep: bool) -> dict[str, Any]:
     site_dir = WORK / "sites" / f"spa-{pages}"
     generate(site_dir, pages)
@@ -82,16 +94,22 @@ def run(*, pages: int, rounds: int, tabs: int, keep: bool) -> dict[str, Any]:
                     row[f"qa{follow}"] = _qa(rundir / "crawl", rundir, tabs=tabs, follow=follow)
                 if mode == "static":
                     row["patch"] = _patch(rundir / "crawl", rundir, tabs=tabs)
+                if not keep:
+                    shutil.rmtree(rundir / "crawl", ignore_errors=True)
+                row["crawl_qa"] = _crawl_with_qa(seed, work / f"{mode}-qa-{round_no}", extra, tabs)
+                if not keep:
+                    shutil.rmtree(work / f"{mode}-qa-{round_no}" / "crawl", ignore_errors=True)
                 rows.append(row)
                 q0 = row["qa0"]
                 print(
                     f"   round {round_no} {mode:>6}: crawl {row['crawl']['pages']} pages in "
                     f"{crawl.m.wall_s:.1f} s; qa {q0['totals'].get('pages')} pages in "
                     f"{q0['wall_s']:.1f} s ({q0['cpu_s']:.1f} s CPU), "
-                    f"{q0['totals'].get('missing_urls')} URLs missing"
+                    f"{q0['totals'].get('missing_urls')} URLs missing; with --qa: "
+                    f"{row['crawl_qa']['wall_s']:.1f} s, "
+                    f"{row['crawl_qa']['totals'].get('misses_patched')} misses captured, "
+                    f"{row['crawl_qa']['totals'].get('missing_urls')} left"
                 )
-                if not keep:
-                    shutil.rmtree(rundir / "crawl", ignore_errors=True)
     return {
         "kind": "qa",
         "when": time.strftime("%Y-%m-%d %H:%M:%S %Z"),
@@ -120,6 +138,7 @@ def format_report(r: dict[str, Any]) -> str:
             continue
         for label, key in (
             ("the crawl itself (peer)", "crawl"),
+            ("the crawl with --qa (each page checked during the crawl)", "crawl_qa"),
             ("qa, no link clicked", "qa0"),
             ("qa, 3 links clicked per page", "qa3"),
         ):

@@ -163,3 +163,33 @@ async def test_a_walk_on_a_page_without_links_does_nothing(
     assert result.title == "alone"
     assert walk.navigations == [] and walk.full_navigations == 0
     assert set(answer.paths()) <= {"/", "/favicon.ico"}  # the browser's own icon request
+
+
+#: A router that changes routes with a transition: the route's chunk is asked for a moment
+#: after the click, once the old view has faded out.
+FADING_ROUTER = """<!DOCTYPE html><title>fading</title><body>
+<nav><a href="#/slow">Slow</a></nav><main id="view">home</main>
+<script>
+addEventListener("hashchange", () => setTimeout(async () => {
+  const { text } = await import("/chunks/slow.js");
+  document.getElementById("view").textContent = text;
+}, 250));
+</script></body>"""
+
+
+async def test_a_route_that_loads_a_moment_after_the_click_is_waited_for(
+    browser_config: Callable[..., BrowserConfig],
+) -> None:
+    """The network is quiet when the link is clicked (the page loaded long before): the walk
+    waits for the quiet that follows the click, so the chunk the router asks for a quarter
+    of a second later is seen, and counted as the click's."""
+    origin = "http://fading.test"
+    answer = Pages(
+        origin,
+        {"/": (HTML, FADING_ROUTER), "/chunks/slow.js": (JS, 'export const text = "slow";')},
+    )
+    walk = LinkWalk(limit=1, on_click=lambda link: setattr(answer, "phase", link))
+    async with BrowserPool(browser_config(behaviors=("none",))) as pool:
+        await pool.load(origin + "/", answer, explore=walk)
+    assert [n.link for n in walk.navigations] == [origin + "/#/slow"]
+    assert answer.phases.get("/chunks/slow.js") == origin + "/#/slow", answer.paths()

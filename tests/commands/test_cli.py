@@ -136,6 +136,7 @@ def test_every_subcommand_has_help(capsys: pytest.CaptureFixture[str]) -> None:
         "ignore",
         "index",
         "keygen",
+        "login",
         "patch",
         "pause",
         "qa",

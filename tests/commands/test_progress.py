@@ -20,9 +20,16 @@ from pathlib import Path
 import pytest
 from rich.console import Console
 
-from archiver.commands.progress import Display, Mode, choose_mode, render_snapshot, stats_line
-from archiver.run.crawler import Crawler
-from archiver.run.stats import Snapshot
+from archiver.commands.progress import (
+    Display,
+    Mode,
+    choose_mode,
+    render_snapshot,
+    stats_line,
+    summary_renderable,
+)
+from archiver.run.crawler import Crawler, CrawlResult
+from archiver.run.stats import QaSnapshot, Snapshot
 from tests.conftest import fast_settings
 from tests.support.site import SiteServer, generated_site
 
@@ -109,6 +116,31 @@ def test_panel_says_paused_and_stopping() -> None:
         console.print(render_snapshot(snapshot, title="http://example.org/"))
         text = console.export_text()
         assert state in text and "crawling" not in text, text
+
+
+def test_the_replay_check_is_shown_live_read_back_and_summed() -> None:
+    """``--qa``: the panel's replay row; a process's stats line carries the figures, which the
+    supervisor reads back and adds up; the end-of-crawl table has them."""
+    checks = QaSnapshot(checked=7, complete=5, incomplete=2, misses_found=11, misses_patched=9)
+    snapshot = dataclasses.replace(SNAPSHOT, qa=checks)
+    console = Console(record=True, width=120, file=io.StringIO(), force_terminal=True)
+    console.print(render_snapshot(snapshot, title="http://example.org/", rate_now=None))
+    (row,) = [line for line in console.export_text().splitlines() if line.startswith("replay")]
+    assert row.split(None, 1)[1].rstrip() == (
+        "7 checked  complete 5  misses found 11  patched 9  incomplete 2"
+    )
+    read = Snapshot.from_json(json.loads(stats_line(snapshot, now="2024-01-02T03:04:05.678Z")))
+    assert read.qa == checks
+    merged = Snapshot.merged([read, read], queue=read, elapsed=1.0, stopping=False, processes=2)
+    assert merged.qa == QaSnapshot(14, 10, 4, 22, 18)
+    assert Snapshot.from_json(json.loads(stats_line(SNAPSHOT))).qa is None  # no --qa, no row
+    totals = {"pages": 7, "complete": 5, "incomplete": 2, "misses_found": 11, "misses_patched": 9}
+    result = CrawlResult("completed", None, Path("out"), summary={"qa": totals})
+    console = Console(record=True, width=120, file=io.StringIO())
+    console.print(summary_renderable(result))
+    assert "5/7  pages complete; 2 incomplete, 11 misses found, 9 patched" in (
+        console.export_text()
+    )
 
 
 def test_stats_line_is_compact_json() -> None:

@@ -432,5 +432,20 @@ def test_scan_log_keeps_bounded_examples() -> None:
     assert found.runs == 1 and found.lines == 101
 
 
+def test_a_page_checked_again_is_reported_by_its_last_check(tmp_path: Path) -> None:
+    """A page whose check was made again (a resumed ``--qa`` crawl, a patch) has two lines in
+    ``qa.jsonl``: the report lists it once, as the last one says."""
+    first = {
+        "url": "http://e.test/",
+        "status": "incomplete",
+        "misses": [{"url": "http://e.test/a"}],
+    }
+    again = {"url": "http://e.test/", "status": "complete", "misses": []}
+    other = {"url": "http://e.test/b", "status": "complete", "misses": []}
+    text = "".join(json.dumps(line) + "\n" for line in (first, other, again))
+    (tmp_path / "qa.jsonl").write_text(text)
+    assert report.qa_lines(tmp_path) == [again, other]
+
+
 if __name__ == "__main__":  # pragma: no cover - handy for looking at a report by hand
     sys.exit(pytest.main([__file__, "-s"]))

@@ -33,6 +33,7 @@ pytestmark = pytest.mark.usefixtures("chromium_installed")
 
 FOLLOW = 3
 TIMEOUT = 120.0
+RWP_PACKAGE = Path(__file__).resolve().parents[2] / ".venv-tools/replaywebpage-2.5.3/package"
 _CACHE_BUST = re.compile(r"([?&])_=\d+")
 
 
@@ -92,30 +93,44 @@ async def assert_names_exactly_what_is_lacking(out: Path, tmp_path: Path) -> dic
 
 
 async def test_a_static_crawl_lacks_what_scripts_ask_for_and_qa_names_it(tmp_path: Path) -> None:
+    """``archiver qa`` names exactly what a live load asks for and the static crawl lacks; and
+    ReplayWeb.page, replaying the crawl's WACZ, names the same for each page loaded (its own
+    requests, the address bar's icon, are not the page's)."""
     out = tmp_path / "static"
     async with HardSite() as site:
-        result = await run_crawl(out, site.url("/"))
+        result = await run_crawl(out, site.url("/"), wacz=True)
         assert result.status == "completed", result.reason
         lines = await assert_names_exactly_what_is_lacking(out, tmp_path)
-        home = {normal(m["method"], m["url"]) for m in lines[site.url("/")]["misses"]}
-        for computed in (
-            "GET " + site.url("/img/dynamic.png"),  # a URL the script builds
-            "GET " + site.url("/fonts/computed.woff2"),
-            "GET " + site.url("/img/card.png"),  # in a <template>, cloned later
-            "GET " + site.url("/api/news.json?_=T"),  # a cache-busting timestamp
-            "POST " + site.url("/api/search"),
-            "GET " + site.url("/api/frame.json"),  # in the iframe
-        ):
-            assert computed in home, (computed, home)
-        app = lines[site.url("/app/")]
-        chunk = [m for m in app["misses"] if m["url"] == site.url("/app/chunks/guide.js")]
-        assert chunk and chunk[0]["navigation"] == site.url("/app/#/guide")
-        assert chunk[0]["initiator"].startswith("script " + site.url("/app/main.js"))
-        live_page = lines[site.url("/live.html")]
-        assert live_page["status"] == "unreplayable"
-        assert live_page["unfixable"][0]["url"] == site.url("/socket").replace("http", "ws")
-        assert lines[site.url("/about.html")]["status"] == "complete"
-    summary = json.loads((out / "summary.json").read_text())
+        summary = json.loads((out / "summary.json").read_text())
+        rwp_args = ["qa", str(out), "--replayer", "rwp", "--replaywebpage", str(RWP_PACKAGE)]
+        assert await asyncio.to_thread(main, [*rwp_args, "--fresh", "--follow-links", "0"]) == 0
+        rwp = qa_lines(out)
+    loaded = {
+        url: {normal(m["method"], m["url"]) for m in line["misses"] if not m.get("navigation")}
+        for url, line in lines.items()
+    }
+    assert {
+        url: {normal(m["method"], m["url"]) for m in line["misses"]} for url, line in rwp.items()
+    } == loaded
+    assert [m for line in rwp.values() for m in line["replayer_misses"]] == []
+    home = {normal(m["method"], m["url"]) for m in lines[site.url("/")]["misses"]}
+    for computed in (
+        "GET " + site.url("/img/dynamic.png"),  # a URL the script builds
+        "GET " + site.url("/fonts/computed.woff2"),
+        "GET " + site.url("/img/card.png"),  # in a <template>, cloned later
+        "GET " + site.url("/api/news.json?_=T"),  # a cache-busting timestamp
+        "POST " + site.url("/api/search"),
+        "GET " + site.url("/api/frame.json"),  # in the iframe
+    ):
+        assert computed in home, (computed, home)
+    app = lines[site.url("/app/")]
+    chunk = [m for m in app["misses"] if m["url"] == site.url("/app/chunks/guide.js")]
+    assert chunk and chunk[0]["navigation"] == site.url("/app/#/guide")
+    assert chunk[0]["initiator"].startswith("script " + site.url("/app/main.js"))
+    live_page = lines[site.url("/live.html")]
+    assert live_page["status"] == "unreplayable"
+    assert live_page["unfixable"][0]["url"] == site.url("/socket").replace("http", "ws")
+    assert lines[site.url("/about.html")]["status"] == "complete"
     assert summary["qa"]["pages"] == 4 and summary["qa"]["complete"] == 1
     assert summary["captures"] > 0  # the crawl's own summary is kept
 
@@ -278,37 +293,17 @@ async def test_live_comparison_scores_what_the_replay_lost(tmp_path: Path) -> No
     assert (out / home["reference_screenshot"]).read_bytes().startswith(b"\x89PNG")
 
 
-async def test_replaywebpage_as_a_second_opinion_renders_every_page_as_live(
-    tmp_path: Path,
-) -> None:
-    """A browser crawl's WACZ replayed by ReplayWeb.page (the suite's copy, served on
-    localhost to a Chromium that can resolve nothing else): every page is served whole, with
-    the text the live page shows; nothing it failed to serve is in the archive."""
-    out = tmp_path / "crawl"
-    package = Path(__file__).resolve().parents[2] / ".venv-tools/replaywebpage-2.5.3/package"
-    async with HardSite() as site:
-        result = await run_crawl(out, site.url("/"), browser="all", browser_tabs=2, wacz=True)
-        assert result.status == "completed", result.reason
-        args = ["qa", str(out), "--replayer", "rwp", "--replaywebpage", str(package), "--live"]
-        assert await asyncio.to_thread(main, [*args, "--follow-links", "0"]) == 0
-        lines = qa_lines(out)
-    assert len(lines) == 4
-    for url, line in lines.items():
-        assert line["replayer"] == "rwp"
-        assert line["misses"] == [] and line["replayer_misses"] == [], url
-        assert line["status"] == "complete", (url, line.get("error"))
-        assert line["reference"] == "live"
-        assert line["text_similarity"] == 1.0, url
-
-
 @pytest.mark.parametrize("browser", ["off", "auto"])
 async def test_patch_fetches_what_the_check_found_missing(tmp_path: Path, browser: str) -> None:
     """``archiver patch``: the misses become requisites of their pages, fetched by the crawl
     resumed under its own settings (new WARC files, the index merged, the WACZ packaged again),
-    and the pages checked again lack nothing a fetch can bring: in the static crawl only the
-    search the home page POSTs with a body of its own is left, named; under ``auto`` the home
-    page (little text beside its scripts) went through the browser, which captured the POST,
-    and nothing is left."""
+    and the pages checked again lack nothing: in the static crawl the search the home page
+    POSTs is requested with the body the page sent in the replay (kept by the check), so pywb's
+    fuzzy rule serves the next load's; under ``auto`` the home page (little text beside its
+    scripts) went through the browser, which captured the POST.
+
+    After the patch, pywb and ReplayWeb.page, each in Chromium, serve every URL the pages ask
+    for and show the text the live pages show (:func:`assert_rendered_as_live`)."""
     out = tmp_path / "crawl"
     async with HardSite() as site:
         extra: dict[str, Any] = {"browser": browser} if browser != "off" else {}
@@ -320,10 +315,13 @@ async def test_patch_fetches_what_the_check_found_missing(tmp_path: Path, browse
         hits_before = len(site.log)
         code = await asyncio.to_thread(main, ["patch", str(out), "--page-timeout", "120"])
         assert code == 0
-        fetched = [hit.path_qs for hit in site.log[hits_before:]]
-    lines = qa_lines(out)
+        hits = site.log[hits_before:]
+        fetched = [hit.path_qs for hit in hits]
+        lines = qa_lines(out)
+        pywb, rwp = await second_opinions(out)
+    assert_rendered_as_live(site, pywb, rwp)
     left = {(m["method"], m["url"]) for line in lines.values() for m in line["misses"]}
-    assert left == ({("POST", site.url("/api/search"))} if browser == "off" else set()), left
+    assert left == set(), left
     assert all(not line["navigations_cut_short"] for line in lines.values())
     assert [url for url, line in lines.items() if line["status"] == "complete"] != []
     have = archived(out)
@@ -332,6 +330,10 @@ async def test_patch_fetches_what_the_check_found_missing(tmp_path: Path, browse
         assert "GET " + site.url(path) in have, path
         if browser == "off":  # the static crawl lacked them all: the patch fetched them
             assert path in fetched, (path, fetched)
+    assert "POST " + site.url("/api/search") in have
+    if browser == "off":
+        (search,) = [hit for hit in hits if hit.path_qs == "/api/search"]
+        assert search.method == "POST" and json.loads(search.body)["query"] == "astrolabe"
     assert fetched and len(fetched) == len(set(fetched)), fetched  # each once
     assert "GET " + site.url("/api/news.json?_=T") in have
     assert sorted(p.name for p in (out / "warcs").iterdir()) != warcs_before  # new files
@@ -359,29 +361,23 @@ async def test_a_browser_crawl_with_qa_keeps_what_each_page_showed(tmp_path: Pat
         assert line["screenshot_similarity"] > 0.95, url
 
 
-async def test_after_the_patch_the_replay_tools_render_every_page_as_it_is_live(
-    tmp_path: Path,
-) -> None:
-    """A ``--browser auto`` crawl patched: pywb and ReplayWeb.page, each in Chromium, serve
-    every URL the pages ask for, and show the text the live pages show. pywb's rewriting of
+async def second_opinions(out: Path) -> tuple[dict[str, Any], dict[str, Any]]:
+    """``archiver qa`` through pywb, then through ReplayWeb.page (from the crawl's WACZ), each
+    compared with the live site: the lines of each."""
+    second = ["--fresh", "--live", "--follow-links", "0"]
+    pywb_args = ["qa", str(out), "--replayer", "pywb", "--pywb-venv", str(tools_venv())]
+    assert await asyncio.to_thread(main, [*pywb_args, *second]) == 0
+    pywb = qa_lines(out)
+    rwp_args = ["qa", str(out), "--replayer", "rwp", "--replaywebpage", str(RWP_PACKAGE)]
+    assert await asyncio.to_thread(main, [*rwp_args, *second]) == 0
+    return pywb, qa_lines(out)
+
+
+def assert_rendered_as_live(site: HardSite, pywb: dict[str, Any], rwp: dict[str, Any]) -> None:
+    """Every page served whole by both tools, with the live page's text. pywb's rewriting of
     the application's module script fails in the page (a syntax error in its own rewritten
     copy, ``js_``): nothing is missing there, and the check says the page differs, why, and
     where; ReplayWeb.page, which does not rewrite scripts, renders it."""
-    out = tmp_path / "crawl"
-    package = Path(__file__).resolve().parents[2] / ".venv-tools/replaywebpage-2.5.3/package"
-    second = ["--fresh", "--live", "--follow-links", "0"]
-    async with HardSite() as site:
-        done = await run_crawl(out, site.url("/"), frontier="sqlite", wacz=True, browser="auto")
-        assert done.status == "completed", done.reason
-        assert await asyncio.to_thread(main, ["patch", str(out), "--page-timeout", "120"]) == 0
-        patched = qa_lines(out)
-        pywb_args = ["qa", str(out), "--replayer", "pywb", "--pywb-venv", str(tools_venv())]
-        assert await asyncio.to_thread(main, [*pywb_args, *second]) == 0
-        pywb = qa_lines(out)
-        rwp_args = ["qa", str(out), "--replayer", "rwp", "--replaywebpage", str(package)]
-        assert await asyncio.to_thread(main, [*rwp_args, *second]) == 0
-        rwp = qa_lines(out)
-    assert [m for line in patched.values() for m in line["misses"]] == []
     for tool in (pywb, rwp):
         assert len(tool) == 4
         for url, line in tool.items():

@@ -45,8 +45,8 @@ from typing import Any
 
 import pytest
 
-from archiver.commands.cli import hangup_stops
 from archiver.commands.exits import EXIT_INTERRUPTED, EXIT_OK, exit_code
+from archiver.commands.hangup import hangup_stops
 from archiver.commands.report import write_report
 from archiver.run.crawler import Crawler
 from tests.conftest import fast_settings
