@@ -167,6 +167,8 @@ def parse_duration(value: Any, option: str = "") -> float | None:
 
 def p_choice(*choices: str) -> Parser:
     def parse(value: Any, option: str = "") -> str:
+        if isinstance(value, bool) and "on" in choices and "off" in choices:
+            return "on" if value else "off"  # TOML's true/false for an on/off choice
         text = str(value).strip().lower()
         if text not in choices:
             raise SettingsError(option, f"must be one of {', '.join(choices)} (got {str(value)!r})")
