@@ -45,7 +45,7 @@ def crawl_rules(s: Settings) -> SeedRules:
 
 def normalized(url: str) -> str:
     """A seed as the crawl queues it (``example.org`` is ``http://example.org/``)."""
-    return urls.normalize_url(url if "://" in url else "http://" + url)
+    return urls.seed_url(url)
 
 
 def resolve(entry: SeedEntry, s: Settings) -> Seed:

@@ -35,7 +35,7 @@ from archiver.frontier.config import REDIS_SCHEMES
 from archiver.policy.credentials import redact_headers
 from archiver.policy.loggedout import parse_rule
 from archiver.timefmt import parse_w3c_datetime
-from archiver.urls import InvalidURLError, normalize_host, normalize_url, redact_url
+from archiver.urls import InvalidURLError, normalize_host, normalize_url, redact_url, seed_url
 
 Parser = Callable[..., Any]
 
@@ -511,7 +511,7 @@ def parse_seed_entry(table: Any, where: str) -> SeedEntry:
     if not isinstance(url, str) or not url.strip():
         raise SettingsError(where, 'needs url = "http(s)://..."')
     try:
-        normalize_url(url if "://" in url else "http://" + url)
+        seed_url(url)
     except InvalidURLError as exc:
         raise SettingsError(where, f"{url!r} is not an http(s) URL: {exc}") from None
     fields = _field_map()
