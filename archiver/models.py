@@ -44,6 +44,10 @@ class CrawlItem:
     names the page a requisite serves when that is not ``via`` (a playlist's segment, an image
     of a page's stylesheet, a requisite reached through a redirect), ``""`` otherwise: what a
     per-page budget counts against (:attr:`page_url`).
+    ``seed`` names the seed whose rules judge the URL (:func:`archiver.policy.seeds.seed_key`
+    of the seed's URL; 0: the crawl's own rules): a child inherits it, and the scope gives it
+    the seed whose site it is on. Every frontier keeps it, so a resumed or shared crawl judges
+    a queued URL as the run that queued it did.
     """
 
     url: str
@@ -55,6 +59,7 @@ class CrawlItem:
     extra: int = 0
     found_by: str = ""
     page: str = ""
+    seed: int = 0
 
     @property
     def is_seed(self) -> bool:
@@ -97,6 +102,7 @@ class CrawlItem:
                 extra=self.extra,
                 found_by=self.found_by,
                 page=self._child_page(),
+                seed=self.seed,
             )
         depth = self.depth + 1 if hop is Hop.LINK else self.depth
         return CrawlItem(
@@ -107,6 +113,7 @@ class CrawlItem:
             extra=self.extra,
             found_by=found_by,
             page=self._child_page() if hop is Hop.EMBED else "",
+            seed=self.seed,
         )
 
     def retry(self) -> CrawlItem:
@@ -120,6 +127,7 @@ class CrawlItem:
             extra=self.extra,
             found_by=self.found_by,
             page=self.page,
+            seed=self.seed,
         )
 
 
@@ -146,6 +154,7 @@ class SkipReason(enum.StrEnum):
     IGNORED = "ignored"  #: matched a line of the crawl directory's ``ignores`` file
     BUDGET = "budget"
     HOST_BUDGET = "host-budget"
+    SEED_BUDGET = "seed-budget"  #: its seed's ``max_pages`` reached (the crawl goes on)
     #: a media requisite of a page that has spent its media byte budget (--media-max-bytes)
     MEDIA_BUDGET = "media-budget"
     REDIRECT_LIMIT = "redirect-limit"

@@ -241,6 +241,17 @@ def _backslashes(text: str) -> str:
     return text[:end].replace("\\", "/") + text[end:]
 
 
+_HTTP_SCHEME = re.compile(r"\s*https?:", re.IGNORECASE)
+
+
+def seed_url(text: str) -> str:
+    """A seed as a user types it, normalized: ``example.org`` is ``http://example.org/``, as
+    wget and curl read a URL without a scheme. A text that starts with ``http:`` or ``https:``
+    keeps its scheme, slashes or not (``http:example.org``: the URL Standard's parser reads a
+    special scheme's authority without them); ``example.org:8080/x`` is a host and port."""
+    return normalize_url(text if _HTTP_SCHEME.match(text) or "://" in text else "http://" + text)
+
+
 def normalize_url(url: str) -> str:
     """The canonical absolute http(s) URL for ``url``. Raises :class:`InvalidURLError`."""
     url = _clean(url)

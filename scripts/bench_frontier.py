@@ -1,7 +1,10 @@
 """Frontier benchmark: enqueue 1,000,000 URLs like a crawl would, then drain part of them.
 
 Not a test: it prints figures (the targets: peak RSS under 300 MB with the SQLite
-frontier for 1M queued URLs; per-URL cost small enough for ~2,000 URLs/s crawls). Each backend
+frontier for 1M queued URLs; per-URL cost small enough for ~2,000 URLs/s crawls). With the
+SQLite frontier, ``archiver queue`` then lists the 1M URLs from its database: its time and
+peak RSS (the target: that of a bare interpreter with archiver's imports, under 100 MB, as it
+streams). Each backend
 runs in its own child process so peak RSS (``ru_maxrss``) is its own.
 
 The workload imitates pages of a site: every "page" offers ``--links`` links, of which
@@ -103,7 +106,7 @@ def percentile(values: list[float], fraction: float) -> float:
 
 
 def dir_bytes(directory: Path) -> int:
-    return sum(path.stat().st_size for path in directory.iterdir() if path.is_file())
+    return sum(path.stat().st_size for path in directory.rglob("*") if path.is_file())
 
 
 def rss_mb() -> float:
@@ -118,7 +121,9 @@ async def run_backend(args: argparse.Namespace) -> dict[str, Any]:
     if args.backend == "sqlite":
         from archiver.frontier.sqlite import SqliteFrontier  # noqa: PLC0415
 
-        frontier = SqliteFrontier(workdir / "frontier.sqlite", gate)
+        # a crawl directory's layout, so that archiver queue lists it afterwards
+        (workdir / "state").mkdir()
+        frontier = SqliteFrontier(workdir / "state" / "frontier.sqlite", gate)
     else:
         frontier = MemoryFrontier(gate)
     base_rss = rss_mb()
@@ -237,13 +242,49 @@ async def run_backend(args: argparse.Namespace) -> dict[str, Any]:
             db_max_batch_ms=round(st.max_batch_seconds * 1000, 1),
             db_max_commit_ms=round(st.max_commit_seconds * 1000, 1),
         )
-        reopen = SqliteFrontier(workdir / "frontier.sqlite", HostGate())
+        reopen = SqliteFrontier(workdir / "state" / "frontier.sqlite", HostGate())
         opened = time.perf_counter()
         await reopen.open()
         result["reopen_seconds"] = round(time.perf_counter() - opened, 2)
         await reopen.close()
+        result.update(list_queue(workdir))
     shutil.rmtree(workdir)
     return result
+
+
+#: archiver queue, then its process's peak RSS (VmHWM, kB) on a line of its own: ru_maxrss
+#: of a child counts what its parent held before the exec, /proc's VmHWM only its own.
+QUEUE_AND_PEAK = (
+    "import sys; from archiver.commands.cli import main; code = main(['queue', sys.argv[1]]); "
+    "print(open('/proc/self/status').read().split('VmHWM:')[1].split()[0], file=sys.stderr); "
+    "sys.exit(code)"
+)
+
+
+def list_queue(crawl_dir: Path) -> dict[str, Any]:
+    """``archiver queue`` over the frontier just measured (every URL, to /dev/null): how long it
+    takes, how many it lists, and the peak RSS of its process (it streams: no list of URLs)."""
+    status = {"status": "interrupted", "settings": {"frontier": "sqlite"}}
+    (crawl_dir / "state" / "crawl.json").write_text(json.dumps(status))
+    began = time.perf_counter()
+    with open(os.devnull, "w") as sink:
+        proc = subprocess.run(
+            [sys.executable, "-c", QUEUE_AND_PEAK, str(crawl_dir)],
+            stdout=sink,
+            stderr=subprocess.PIPE,
+            text=True,
+            cwd=ROOT,
+            check=False,
+        )
+    seconds = time.perf_counter() - began
+    lines = proc.stderr.strip().splitlines()
+    if proc.returncode != 0 or len(lines) < 2:
+        return {"queue_error": proc.stderr[-500:]}
+    return {
+        "queue_listed": int(lines[-2].rsplit(" listed", 1)[0].rsplit(" ", 1)[1]),
+        "queue_seconds": round(seconds, 2),
+        "queue_peak_rss_mb": round(int(lines[-1]) / 1024, 1),
+    }
 
 
 def child(args: argparse.Namespace) -> None:

@@ -15,6 +15,7 @@ from archiver.urls import (
     normalize_url,
     resolve,
     route_url,
+    seed_url,
     split_route,
 )
 
@@ -148,3 +149,17 @@ def test_resolve_fast_path_equals_general_path(ref: str, base: str) -> None:
 )
 def test_resolve_edge_cases(base: str, ref: str, expected: str) -> None:
     assert resolve(base, ref) == expected
+
+
+@pytest.mark.parametrize(
+    ("typed", "seed"),
+    [
+        ("example.org", "http://example.org/"),
+        ("example.org:8080/x", "http://example.org:8080/x"),  # a host and port, not a scheme
+        ("http:example.org/a", "http://example.org/a"),  # the URL Standard needs no slashes
+        ("HTTPS:/example.org", "https://example.org/"),
+        ("https://example.org/", "https://example.org/"),
+    ],
+)
+def test_a_seed_as_typed(typed: str, seed: str) -> None:
+    assert seed_url(typed) == seed

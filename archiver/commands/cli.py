@@ -35,6 +35,7 @@ from archiver.commands.progress import Display
 from archiver.config.assemble import software_string
 from archiver.config.settings import Settings, load_settings, option_name, setting_fields
 from archiver.errors import ArchiverError, LockedError, SettingsError, SignatureError, StateError
+from archiver.frontier.listing import STATES
 from archiver.processes.keeper import die_with_parent
 from archiver.processes.supervisor import CHILD_COMMAND, Supervisor, read_child_message
 from archiver.run.crawler import CrawlControl, Crawler, CrawlResult
@@ -133,6 +134,77 @@ def _port(text: str) -> int:
     if not 0 <= port <= 65535:
         raise argparse.ArgumentTypeError(f"expected a port number 0-65535, got {text!r}")
     return port
+
+
+def _add_steering_commands(sub: Any) -> None:
+    """``pause``, ``unpause``, ``add`` and ``queue``: a running (or stopped) crawl steered
+    through its directory."""
+    pause = sub.add_parser(
+        "pause",
+        help="pause a crawl: no new fetch starts until it is unpaused",
+        description=(
+            "Make DIR/paused. The crawl running in DIR (every process of it) starts no new "
+            "fetch within a second; fetches in flight finish and are recorded, nothing is "
+            "lost. The progress display, /status and /metrics say paused; a signal still "
+            "stops the crawl. A stopped crawl resumes paused while the file is there."
+        ),
+    )
+    pause.add_argument("path", metavar="DIR", help="crawl directory")
+    unpause = sub.add_parser(
+        "unpause",
+        help="let a paused crawl fetch again",
+        description="Remove DIR/paused: the crawl in DIR goes on within a second.",
+    )
+    unpause.add_argument("path", metavar="DIR", help="crawl directory")
+
+    add = sub.add_parser(
+        "add",
+        help="queue URLs into a running or stopped crawl",
+        description=(
+            "Check each URL against the crawl's scope (its seeds and their rules, --include, "
+            "--exclude, DIR/ignores) and write them to DIR/add/ for the crawl to queue: a "
+            "running crawl takes them within seconds, a stopped one when it resumes. Each is "
+            "logged as added by the operator. A URL that is malformed or out of scope is an "
+            "error (exit 2) and nothing is added."
+        ),
+    )
+    add.add_argument("path", metavar="DIR", help="crawl directory")
+    add.add_argument("urls", nargs="*", metavar="URL", help="URLs to queue")
+    add.add_argument(
+        "--file",
+        metavar="FILE",
+        help="also the URLs of FILE, one a line, # comments allowed (default: none)",
+    )
+
+    queue = sub.add_parser(
+        "queue",
+        help="list a crawl's frontier: its URLs by state, and the counts",
+        description=(
+            "List the URLs of the crawl in DIR, running or stopped, one a line as they are "
+            "read (STATE<TAB>URL when more than one state is listed), then on standard error "
+            "the frontier's counts by state. Memory stays small whatever the crawl's size. A "
+            "Redis frontier keeps finished URLs as keys only: it lists queued and in-flight "
+            "URLs, and counts the rest."
+        ),
+    )
+    queue.add_argument("path", metavar="DIR", help="crawl directory")
+    queue.add_argument(
+        "--state",
+        action="append",
+        choices=STATES,
+        help="only URLs in this state (repeatable; default: every state the frontier lists)",
+    )
+    queue.add_argument(
+        "--match",
+        metavar="REGEX",
+        help="only URLs this regular expression finds (default: every URL)",
+    )
+    queue.add_argument(
+        "--frontier",
+        metavar="URL",
+        help="the crawl's Redis URL with its password, which the crawl records without "
+        "(default: the recorded one)",
+    )
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -347,6 +419,8 @@ def build_parser() -> argparse.ArgumentParser:
         ),
     )
     reb.add_argument("path", metavar="DIR", help="crawl directory")
+
+    _add_steering_commands(sub)
 
     sub.add_parser(
         "version",
@@ -751,6 +825,58 @@ def cmd_ignore(args: argparse.Namespace) -> int:
     return EXIT_OK
 
 
+def cmd_pause(args: argparse.Namespace) -> int:
+    from archiver.run.control import set_paused  # noqa: PLC0415
+
+    changed = set_paused(Path(args.path), True)
+    state = "paused" if changed else "paused already"
+    print(f"archiver: {args.path} {state}: no new fetch starts (archiver unpause {args.path})")
+    return EXIT_OK
+
+
+def cmd_unpause(args: argparse.Namespace) -> int:
+    from archiver.run.control import set_paused  # noqa: PLC0415
+
+    changed = set_paused(Path(args.path), False)
+    print(f"archiver: {args.path} {'unpaused' if changed else 'was not paused'}")
+    return EXIT_OK
+
+
+def cmd_add(args: argparse.Namespace) -> int:
+    from archiver.run.control import check_additions, read_url_lines, write_additions  # noqa: PLC0415
+
+    given = list(args.urls)
+    if args.file:
+        try:
+            given += read_url_lines(Path(args.file).read_text(encoding="utf-8"))
+        except (OSError, UnicodeDecodeError) as exc:
+            raise SettingsError("--file", f"cannot read {args.file}: {exc}") from None
+    crawl_dir = Path(args.path)
+    urls = check_additions(crawl_dir, given)
+    written = write_additions(crawl_dir, urls)
+    print(
+        f"archiver: {len(urls)} URL{'s' if len(urls) != 1 else ''} for the crawl in "
+        f"{args.path} ({written.name}): a running crawl queues them within seconds, a stopped "
+        "one when it resumes"
+    )
+    return EXIT_OK
+
+
+def cmd_queue(args: argparse.Namespace) -> int:
+    from archiver.commands import queue  # noqa: PLC0415
+
+    try:
+        counts = queue.run(
+            Path(args.path), states=args.state, match=args.match, frontier=args.frontier
+        )
+    except BrokenPipeError:  # a reader that stopped early (| head): what it read is right
+        with contextlib.suppress(OSError):
+            os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+        return EXIT_OK
+    sys.stderr.write(counts + "\n")
+    return EXIT_OK
+
+
 def cmd_rebuild_frontier(args: argparse.Namespace) -> int:
     from archiver.run.rebuild import rebuild_frontier  # noqa: PLC0415
 
@@ -784,6 +910,10 @@ COMMANDS = {
     "serve-sample": cmd_serve_sample,
     "ignore": cmd_ignore,
     "login": login_command.cmd_login,
+    "pause": cmd_pause,
+    "unpause": cmd_unpause,
+    "add": cmd_add,
+    "queue": cmd_queue,
     "rebuild-frontier": cmd_rebuild_frontier,
     "version": cmd_version,
 }

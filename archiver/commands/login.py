@@ -246,7 +246,7 @@ def _start_url(url: str | None) -> str | None:
     if url is None:
         return None
     try:
-        return urls.normalize_url(url if "://" in url else "http://" + url)
+        return urls.seed_url(url)
     except urls.InvalidURLError as exc:
         raise SettingsError("login", f"{url!r} is not an http(s) URL: {exc}") from None
 

@@ -153,7 +153,8 @@ def render_snapshot(
     known = done + queued + in_flight
     head = Text()
     head.append("archiver ", style="bold")
-    head.append("stopping… " if s.stopping else "crawling ", style="yellow")
+    state = "stopping… " if s.stopping else "paused " if s.paused else "crawling "
+    head.append(state, style="bold red" if s.paused and not s.stopping else "yellow")
     if title:
         head.append(title + "  ")
     head.append(human_duration(s.elapsed), style="dim")

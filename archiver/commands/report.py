@@ -539,7 +539,10 @@ def _details(crawl_dir: Path, s: Summary, log: LogFindings | None) -> list[tuple
         (e(t.get("kind", "")), _url(str(t.get("pattern", ""))), e(t.get("skipped", "")))
         for t in s.traps
     ]
-    sections = [
+    sections = []
+    if s.by_seed:
+        sections.append(("Seeds", _seeds(s)))
+    sections += [
         ("Largest resources", _table(("URL", "MIME type", "size"), largest_rows, numeric=1)),
         ("Failed URLs", _examples(log.failures if log else {}, failures)),
         ("Skipped URLs", _examples(log.skips if log else {}, skips)),
@@ -576,6 +579,24 @@ def _details(crawl_dir: Path, s: Summary, log: LogFindings | None) -> list[tuple
     )
     sections.append(("Files written", f'<p>in <span class="url">{e(crawl_dir)}</span></p>' + files))
     return sections
+
+
+def _seeds(s: Summary) -> str:
+    """What each seed's URLs came to: every URL is judged by one seed's rules (the seed whose
+    site it is on), and counted there."""
+    rows = [
+        (
+            _url(row.seed),
+            f"{row.pages:,}",
+            f"{row.captures:,}",
+            f"{row.done:,}",
+            f"{row.failed:,}",
+            f"{row.skipped:,}",
+        )
+        for row in s.by_seed
+    ]
+    headers = ("seed", "pages", "captures", "done", "failed", "skipped")
+    return _table(headers, rows, numeric=5)
 
 
 def _browser(crawl_dir: Path, browser: BrowserSummary, log: LogFindings | None) -> str:

@@ -14,7 +14,8 @@ snapshot as JSON, and a health check, for the monitoring an archivist already ru
 ``GET /healthz``
     ``200`` while the crawl makes progress, ``503`` when it is stalled: URLs are queued or in
     flight but none has ended (captured, failed, skipped or put back for a retry) for
-    ``--stall-after`` seconds. The body is a small JSON object saying which.
+    ``--stall-after`` seconds. The body is a small JSON object saying which; a crawl the
+    operator paused (``DIR/paused``) is ``paused``, not stalled.
 
 It is read-only by construction: three ``GET`` routes (``HEAD`` too) that read a snapshot,
 nothing else (any other method is ``405``, RFC 9110 section 15.5.6). It cannot stop or slow the
@@ -95,6 +96,8 @@ class Health:
         pending = snapshot.queued + snapshot.in_flight
         if snapshot.stopping:
             state = "stopping"
+        elif snapshot.paused:
+            state = "paused"  # the operator's: no progress is expected, and none is a stall
         elif pending == 0:
             state = "idle"  # nothing to do now (retries waiting, or the end)
         elif quiet >= self.stall_after:
@@ -152,6 +155,7 @@ class SnapshotCollector(Collector):
             ("elapsed_seconds", "Seconds since this run started", snap.elapsed),
             ("seconds_since_progress", "Seconds since a URL last ended", self._health.quiet()),
             ("stopping", "1 once the crawl is stopping", int(snap.stopping)),
+            ("paused", "1 while the operator has the crawl paused", int(snap.paused)),
         )
         for name, doc, value in gauges:
             yield GaugeMetricFamily(f"archiver_{name}", doc, value=value)

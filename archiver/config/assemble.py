@@ -22,6 +22,7 @@ from typing import TYPE_CHECKING
 
 from archiver import urls
 from archiver.browser.behaviors.control import BehaviorScript
+from archiver.config.seeds import crawl_rules, wants_browser
 from archiver.config.settings import Settings, read_lines_file
 from archiver.errors import SettingsError, SigningError
 from archiver.fetch.cookiestxt import CookieFileError, CookieLine, parse_text
@@ -36,7 +37,8 @@ from archiver.policy.loggedout import SessionPolicy, parse_rules, session_hint
 from archiver.policy.netguard import AddressPolicy
 from archiver.policy.politeness import Politeness
 from archiver.policy.robots import HostDelay, Robots, RobotsCache
-from archiver.policy.scope import ScopeRules, seeds_in_order
+from archiver.policy.scope import Scope, ScopeRules, seeds_in_order
+from archiver.policy.seeds import Seed, SeedLoader, SeedTable
 from archiver.policy.sitemaps import SitemapPolicy
 from archiver.sign.keys import load_signing_key
 from archiver.sign.signer import KeySigner, RemoteSigner, Signer
@@ -58,20 +60,6 @@ def default_output(seeds: Iterable[str]) -> Path:
             continue
         return Path("crawls") / safe_name_part(host, default="crawl")
     return Path("crawls") / "crawl"
-
-
-def seed_list(settings: Settings) -> tuple[str, ...]:
-    """The seed URLs given as arguments, normalised, first occurrence kept (a
-    ``--seeds-file`` is read while the crawl runs: :mod:`archiver.run.seeds`)."""
-    seeds = []
-    for seed in settings.seeds:
-        try:
-            seeds.append(urls.normalize_url(seed if "://" in seed else "http://" + seed))
-        except urls.InvalidURLError as exc:
-            raise SettingsError("seeds", f"{seed!r} is not an http(s) URL: {exc}") from None
-    if not seeds and settings.seeds_file is None:
-        raise SettingsError("seeds", "give at least one seed URL (or --seeds-file)")
-    return seeds_in_order(seeds)
 
 
 def scope_rules(s: Settings, seeds: tuple[str, ...]) -> ScopeRules:
@@ -97,6 +85,15 @@ def scope_rules(s: Settings, seeds: tuple[str, ...]) -> ScopeRules:
         extra_hops=s.extra_hops,
         sitemaps=named_sitemaps(s),
     )
+
+
+def crawl_scope(
+    s: Settings, urls: tuple[str, ...], seeds: Iterable[Seed], load: SeedLoader | None = None
+) -> Scope:
+    """The crawl's scope: its seed URLs, each with its rules (``seeds``, in order), and a
+    table of the seeds' rules that asks ``load`` for seeds it was not given (another process's,
+    an earlier run's)."""
+    return Scope(scope_rules(s, urls), SeedTable(crawl_rules(s), load), seeds=seeds)
 
 
 def named_sitemaps(s: Settings) -> tuple[str, ...]:
@@ -159,12 +156,12 @@ async def allow_seed_addresses(
             policy.allow(str(info[4][0]), port)
 
 
-def check_browser(s: Settings) -> None:
-    """With ``--browser all|auto`` or ``--qa``, Chromium must be there: a usage error (one line
-    saying how to install it) before anything is written; so is a behaviour option that would do
-    nothing (a static crawl's pages get no behaviours, --qa or not), or a behaviour file that
-    cannot be read."""
-    if s.browser == "off":
+def check_browser(s: Settings, seeds: Iterable[Seed] = ()) -> None:
+    """With ``--browser all|auto`` (or a seed's ``browser``) or ``--qa``, Chromium must be
+    there: a usage error (one line saying how to install it) before anything is written; so is
+    a behaviour option that would do nothing (no page of the crawl goes to the browser: no
+    behaviours, --qa or not), or a behaviour file that cannot be read."""
+    if not wants_browser(s, seeds):
         for option, given in (("--behavior-script", s.behavior_script), ("--click-selector",
                               s.click_selector)):  # fmt: skip
             if given:

@@ -36,7 +36,7 @@ from archiver.frontier.config import REDIS_SCHEMES
 from archiver.policy.credentials import redact_headers
 from archiver.policy.loggedout import parse_rule
 from archiver.timefmt import parse_w3c_datetime
-from archiver.urls import InvalidURLError, normalize_host, normalize_url, redact_url
+from archiver.urls import InvalidURLError, normalize_host, normalize_url, redact_url, seed_url
 
 Parser = Callable[..., Any]
 
@@ -168,6 +168,8 @@ def parse_duration(value: Any, option: str = "") -> float | None:
 
 def p_choice(*choices: str) -> Parser:
     def parse(value: Any, option: str = "") -> str:
+        if isinstance(value, bool) and "on" in choices and "off" in choices:
+            return "on" if value else "off"  # TOML's true/false for an on/off choice
         text = str(value).strip().lower()
         if text not in choices:
             raise SettingsError(option, f"must be one of {', '.join(choices)} (got {str(value)!r})")
@@ -486,6 +488,79 @@ def parse_processes(value: Any, option: str = "") -> int:
     return count
 
 
+# -- seeds with rules of their own ------------------------------------------------------------
+
+#: The settings a seed may give for itself (``[[seed]]`` tables, JSON lines of a seeds file),
+#: each parsed as the setting of that name; what a seed leaves out is the crawl's.
+SEED_KEYS = (
+    "scope",
+    "include",
+    "exclude",
+    "max_depth",
+    "extra_hops",
+    "max_pages",
+    "per_host_delay",
+    "browser",
+)
+
+
+@dataclass(frozen=True, slots=True)
+class SeedEntry:
+    """One seed with rules of its own: its URL as given (checked) and the settings it gives,
+    parsed, in :data:`SEED_KEYS` order (:mod:`archiver.policy.seeds` applies them)."""
+
+    url: str
+    own: tuple[tuple[str, Any], ...] = ()
+
+    def to_json(self) -> dict[str, Any]:
+        """The table as a config file or a seeds file's line writes it."""
+        out: dict[str, Any] = {"url": self.url}
+        for key, value in self.own:
+            out[key] = list(value) if isinstance(value, tuple) else value
+        return out
+
+
+def parse_seed_entry(table: Any, where: str) -> SeedEntry:
+    """A seed's table: ``url`` and any of :data:`SEED_KEYS`, each checked as its setting is.
+    ``where`` names it in errors (``[[seed]] 2``, ``--seeds-file line 7``)."""
+    if not isinstance(table, dict):
+        raise SettingsError(where, f"expected a table with url = ..., got {table!r}")
+    unknown = sorted(set(table) - {"url", *SEED_KEYS})
+    if unknown:
+        raise SettingsError(
+            where,
+            f"unknown key {unknown[0]!r} (a seed may set url, {', '.join(SEED_KEYS)})",
+        )
+    url = table.get("url")
+    if not isinstance(url, str) or not url.strip():
+        raise SettingsError(where, 'needs url = "http(s)://..."')
+    try:
+        seed_url(url)
+    except InvalidURLError as exc:
+        raise SettingsError(where, f"{url!r} is not an http(s) URL: {exc}") from None
+    fields = _field_map()
+    own = tuple(
+        (key, fields[key].metadata["parse"](table[key], f"{where} {key}"))
+        for key in SEED_KEYS
+        if key in table
+    )
+    return SeedEntry(url.strip(), own)
+
+
+def parse_seed_tables(value: Any, option: str = "") -> tuple[SeedEntry, ...]:
+    """``[[seed]]`` tables (a TOML array of tables), each a :class:`SeedEntry`."""
+    if value in (None, ()):
+        return ()
+    if isinstance(value, dict):
+        raise SettingsError(option, "write [[seed]] (one table per seed), not [seed]")
+    if not isinstance(value, list | tuple):
+        raise _fail(option, "[[seed]] tables, each with url = ...", value)
+    return tuple(
+        entry if isinstance(entry, SeedEntry) else parse_seed_entry(entry, f"{option} {n}")
+        for n, entry in enumerate(value, 1)
+    )
+
+
 # -- declarations ------------------------------------------------------------------------------
 
 
@@ -535,11 +610,21 @@ class Settings:
     seeds_file: Path | None = setting(
         None,
         "crawl",
-        "File with one seed URL per line (# comments allowed); read in batches while the crawl "
-        "runs, so a million lines cost no start-up; a line that is not a URL is logged and "
-        "left out.",
+        "File with one seed per line: a URL, or a JSON object with the keys of a [[seed]] "
+        "table (# comments allowed); read in batches while the crawl runs, so a million lines "
+        "cost no start-up; a line that is neither is logged and left out.",
         parse_optional_path,
         metavar="FILE",
+    )
+    seed: tuple[SeedEntry, ...] = setting(
+        (),
+        "seed",
+        "Seeds with rules of their own: a [[seed]] table each, with url and any of "
+        + ", ".join(SEED_KEYS)
+        + " (the crawl's value where it gives none). A URL is judged by the rules of the seed "
+        "whose site it is on (the most specific site when several are).",
+        parse_seed_tables,
+        cli=False,
     )
     output: Path | None = setting(
         None,
@@ -1410,6 +1495,8 @@ class Settings:
                 value = redact_headers(value)
             elif f.name == "seeds":
                 value = [redact_url(seed) for seed in value]
+            elif f.name == "seed":
+                value = [{**e.to_json(), "url": redact_url(e.url)} for e in value]
             elif f.name in ("frontier", "wacz_sign") and value is not None:
                 value = redact_url(value)
             elif f.name == "proxy" and value is not None:
@@ -1439,6 +1526,8 @@ SECTIONS = (
     "dedup",
     "output",
 )
+#: The config file's array of tables of seeds with rules of their own (``[[seed]]``).
+SEED_SECTION = "seed"
 
 
 def setting_fields() -> list[dataclasses.Field[Any]]:
@@ -1458,6 +1547,8 @@ def parse_value(name: str, value: Any, *, source: str = "cli") -> Any:
     """Convert one raw value for setting ``name``, naming the option in any error."""
     f = _field_map()[name]
     label = option_name(f) if source == "cli" else f"[{f.metadata['section']}] {name}"
+    if f.metadata["section"] == SEED_SECTION:
+        label = "[[seed]]"
     return f.metadata["parse"](value, label)
 
 
@@ -1473,9 +1564,14 @@ def read_config(path: Path) -> dict[str, Any]:
     fields = _field_map()
     values: dict[str, Any] = {}
     for section, table in data.items():
+        if section == SEED_SECTION:  # [[seed]]: an array of tables, one per seed
+            values["seed"] = parse_value("seed", table, source="config")
+            continue
         if section not in SECTIONS or not isinstance(table, dict):
             raise SettingsError(
-                "--config", f"{path}: unknown section [{section}] (known: {', '.join(SECTIONS)})"
+                "--config",
+                f"{path}: unknown section [{section}] (known: {', '.join(SECTIONS)}, "
+                "and [[seed]] tables)",
             )
         for key, value in table.items():
             f = fields.get(key)
@@ -1498,6 +1594,47 @@ def load_settings(
     settings = Settings(**values)
     validate(settings)
     return settings
+
+
+#: The settings that decide a crawl's scope: what a command that checks URLs against a crawl
+#: (``archiver add``) reads back from the crawl's recorded settings.
+SCOPE_SETTINGS = (
+    "seeds",
+    "seed",
+    "seeds_file",
+    "scope",
+    "include",
+    "exclude",
+    "exclude_file",
+    "max_depth",
+    "extra_hops",
+    "page_requisites",
+    "max_redirects",
+    "max_url_length",
+    "max_path_segments",
+    "max_segment_repeats",
+    "max_query_key_repeats",
+    "max_pattern_depth",
+    "max_urls_per_host",
+    "sitemap",
+    "browser",
+)
+
+
+def recorded_settings(data: Mapping[str, Any], base: Path) -> Settings:
+    """The scope settings of a crawl as its state recorded them (:meth:`Settings.to_json`),
+    the rest left at their defaults; ``base`` is the directory the crawl was started from
+    (relative file names are relative to it). A value that does not read is a
+    :class:`~archiver.errors.SettingsError` naming it."""
+    values: dict[str, Any] = {}
+    for name in SCOPE_SETTINGS:
+        if name in data:
+            values[name] = parse_value(name, data[name], source="config")
+    for name in ("seeds_file", "exclude_file"):
+        path = values.get(name)
+        if isinstance(path, Path) and not path.is_absolute():
+            values[name] = base / path
+    return Settings(**values)
 
 
 def validate(settings: Settings) -> None:
@@ -1573,7 +1710,8 @@ def default_config_text() -> str:
     ]
     by_section: dict[str, list[dataclasses.Field[Any]]] = {s: [] for s in SECTIONS}
     for f in dataclasses.fields(Settings):
-        by_section[f.metadata["section"]].append(f)
+        if f.metadata["section"] in by_section:
+            by_section[f.metadata["section"]].append(f)
     for section in SECTIONS:
         lines.append("")
         lines.append(f"[{section}]")
@@ -1589,7 +1727,31 @@ def default_config_text() -> str:
             if default is None:
                 default = 0 if re.search(r"\b(int|float)\b", str(f.type)) else ""
             lines.append(f"# {f.name} = {toml_value(default)}")
+    intro, _, example = SEED_EXAMPLE.partition("\n\n")
+    lines += ["", *(f"# {line}" for line in intro.splitlines()), "#"]
+    lines += [f"#   {line}" if line else "#" for line in example.splitlines()]
     return "\n".join(lines) + "\n"
+
+
+#: The commented example of ``[[seed]]`` tables at the end of ``config/default.toml``.
+SEED_EXAMPLE = """[[seed]]: a seed with rules of its own, one table per seed (config only). A
+seed may set url and any of: scope, include, exclude, max_depth, extra_hops, max_pages,
+per_host_delay, browser; what it leaves out is the crawl's. A URL is judged by the rules of the
+seed whose site it is on (the most specific site, when it is on several). The seeds of [crawl]
+seeds, of the command line and of --seeds-file use the crawl's rules (a seeds file's line may
+be a JSON object with the same keys).
+
+[[seed]]
+url = "https://blog.example.org/"
+max_depth = 3
+exclude = ['/tag/', '/page/\\d+']
+
+[[seed]]
+url = "https://example.org/docs/"
+scope = "prefix"
+max_pages = 500
+per_host_delay = "2s"
+"""
 
 
 def _wrap(text: str, width: int) -> Iterable[str]:

@@ -16,6 +16,7 @@ from archiver.frontier.sqlite import (
     SqliteDigestIndex,
     SqliteFrontier,
     SqliteMediaBytes,
+    SqliteSeedStore,
 )
 
 if TYPE_CHECKING:
@@ -26,6 +27,7 @@ if TYPE_CHECKING:
         RedisFrontier,
         RedisMediaBytes,
         RedisRobotsCache,
+        RedisSeedStore,
     )
 
 
@@ -42,7 +44,9 @@ class Backend:
     ``cookies`` their cookie jar's storage (an :class:`archiver.fetch.cookies.CookieStore`;
     None otherwise: the run keeps its own). ``media`` is where the media bytes each page's
     requisites took are counted (an :class:`archiver.pipeline.mediabudget.MediaBytes`; None
-    for the memory backend, whose caller counts in memory).
+    for the memory backend, whose caller counts in memory). ``seeds`` keeps the rules of the
+    seeds that have their own (an :class:`archiver.policy.seeds.SeedStore`) for a resumed run
+    and the other processes; None for the memory backend (the run keeps them in memory).
     """
 
     frontier: Frontier
@@ -51,6 +55,7 @@ class Backend:
     robots_cache: RedisRobotsCache | None = None
     cookies: RedisCookieStore | None = None
     media: SqliteMediaBytes | RedisMediaBytes | None = None
+    seeds: SqliteSeedStore | RedisSeedStore | None = None
     #: the frontier of a crawl shared in Redis, for :attr:`is_last`
     shared: RedisFrontier | None = None
 
@@ -78,6 +83,7 @@ def open_backend(config: FrontierConfig, *, log: Any = None) -> Backend:
             digests=sqlite.digest_index(),
             captured=sqlite.captured_urls(),
             media=sqlite.media_bytes(),
+            seeds=sqlite.seed_store(),
         )
     if not config.shared:
         raise FrontierError(f"unknown frontier backend {config.backend!r}")
@@ -99,5 +105,6 @@ def open_backend(config: FrontierConfig, *, log: Any = None) -> Backend:
         robots_cache=redis.robots_cache(),
         cookies=redis.cookie_store(),
         media=redis.media_bytes(),
+        seeds=redis.seed_store(),
         shared=redis,
     )

@@ -140,6 +140,12 @@ class HostPoliteness(Protocol):
         ``control.toml``); a shared crawl publishes them to every process."""
         ...
 
+    def set_host_spacing(self, host: str, seconds: float) -> None:
+        """Space the requests to ``host`` by a seed's ``per_host_delay`` instead of the crawl's
+        delay (the longest, when seeds give the host several; a Crawl-delay still wins when it
+        is longer); a shared crawl keeps it for every process."""
+        ...
+
     async def shared_politeness(self) -> tuple[float, int] | None:
         """``(delay, concurrency)`` another process of a shared crawl set since this one last
         asked (already applied here), or None."""

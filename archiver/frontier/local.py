@@ -272,6 +272,10 @@ class LocalFrontier:
     def reserve(self, host: str) -> float:
         return self.gate.reserve(host)
 
+    def set_host_spacing(self, host: str, seconds: float) -> None:
+        self.gate.set_spacing(host, seconds)
+        self.scheduler.reschedule([host])
+
     def set_politeness(self, delay: float, concurrency: int) -> None:
         """New per-host delay and concurrency for the rest of the crawl (control.toml)."""
         self.gate.configure(delay=delay, concurrency=concurrency)

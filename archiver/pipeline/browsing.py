@@ -127,11 +127,14 @@ class Browsing:
 
             self.proving = Proving(self, browser.checks)
 
-    def wants(self, item: CrawlItem, ex: Exchange) -> str | None:
-        """Why this response's page is to be loaded in the browser, or None."""
-        if not is_page(item, ex) or ex.body is None or self.browser.mode == "off":
+    def wants(self, item: CrawlItem, ex: Exchange, mode: str) -> str | None:
+        """Why this response's page is to be loaded in the browser, or None; ``mode`` is the
+        browser mode of the item's seed (``off``, ``all``, ``auto``: ``--browser`` unless the
+        seed gives its own). ``off`` while the stage runs: it is there for another seed, or
+        only to replay pages for ``--qa``."""
+        if mode == "off" or not is_page(item, ex) or ex.body is None:
             return None
-        if self.browser.mode == "all":
+        if mode == "all":
             return ALL_PAGES
         try:
             html = decode_content(ex.body, ex.header("Content-Encoding"), limit=MAX_DECODED)

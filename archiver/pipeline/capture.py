@@ -6,13 +6,15 @@ Admission, in order (:meth:`Capturer.admit_lease` for the leased URL, :meth:`Cap
 for a request made on its behalf):
 
 1. exclusions and scope. The leased URL passed the scope when it was queued, so only
-   ``--exclude`` and the live ``ignores`` are checked again (a pattern given since it was
-   queued, or on resume, skips it); a request made on its behalf is checked as discovery checks
+   ``--exclude``, the live ``ignores`` and its seed's ``exclude`` are checked again (a pattern
+   given since it was queued, or on resume, skips it; the seed's rules are learned first:
+   :mod:`archiver.pipeline.seeds`); a request made on its behalf is checked as discovery checks
    a link (the live ``ignores``, then the scope), except the leased URL itself;
 2. budgets, for the leased URL: its page's media byte budget (:mod:`.mediabudget`: a
-   segment of a page that has spent it is skipped), ``--max-pages`` and ``--max-bytes``: a
-   page within budget reserves its place, given back when it is not captured as a page (the
-   fetch failed, a bot challenge was served, a redirect);
+   segment of a page that has spent it is skipped), ``--max-pages``, ``--max-bytes`` and its
+   seed's ``max_pages``: a page within budget reserves its place, given back when it is not
+   captured as a page (the fetch failed, a bot challenge was served, a redirect); a seed past
+   its budget has its pages skipped, the crawl goes on;
 3. robots.txt (RFC 9309), fetched and archived inside this lease when the host's copy is
    missing (:meth:`Capturer.fetch_robots`, handed to :mod:`archiver.policy.robots`); the
    sitemaps it lists are queued;
@@ -56,6 +58,7 @@ from archiver.pipeline.outcomes import Outcomes
 from archiver.pipeline.parts import Parts, RunContext
 from archiver.pipeline.recall import RECALLED_METHODS, Claim, Recall, Recalled
 from archiver.pipeline.recording import Recorder
+from archiver.pipeline.seeds import SeedRuns
 from archiver.policy.robots import Verdict
 from archiver.policy.sitemaps import is_sitemap
 from archiver.warc.records import PendingCapture
@@ -193,6 +196,8 @@ class Capturers:
         self.recall = recall
         self.recorder = Recorder(context, parts)
         self.budgets = Budgets(context)
+        #: the rules of each lease's seed, its page budget, its hosts' spacing
+        self.seeds: SeedRuns = discovery.seeds
         #: the per-page media byte budget (--media-max-bytes), the one discovery reads
         self.media = discovery.media
         #: captures of robots.txt (and its redirects): not what a crawl is run for
@@ -231,9 +236,13 @@ class Capturer:
         self._shared = shared
         self._parts = shared.parts
         self.lease = lease
+        #: the rules of the seed that judges the leased URL (known once it is admitted)
+        self.rules = shared.seeds.table.default
         self._captures: list[WrittenCapture] = []
         #: what each capture added to the crawl's figures (screenshots and text add nothing)
         self._counted: list[Counted] = []
+        #: what :meth:`_keep` added to the lease's seed's captures (taken back by withdraw)
+        self._seed_captures = 0
         #: the frontier's booking of the lease's first request is still unused
         self._booked = True
         #: the leased URL, and the document of a leased hash route: admitted with the lease
@@ -253,11 +262,15 @@ class Capturer:
     # -- admission ----------------------------------------------------------------------
 
     async def admit_lease(self) -> Admission:
-        """The leased URL: exclusions again, budgets, robots.txt, the claim."""
+        """The leased URL: its seed's rules learned, exclusions again (the crawl's, the
+        ignores, its seed's), budgets (the crawl's, its seed's), robots.txt, the claim."""
         shared, item = self._shared, self.lease.item
+        self.rules = await shared.seeds.rules(item, self.lease.host)
         unwanted = self._parts.exclusions.check(item.url)
         if unwanted is not None:
             return Refused(unwanted)
+        if self._parts.scope.seed_excluded(item):
+            return Refused(SkipReason.EXCLUDED)
         if await shared.media.over(item):
             return Refused(SkipReason.MEDIA_BUDGET)
         counts_as_page = not item.is_requisite and not is_sitemap(item)
@@ -265,8 +278,11 @@ class Capturer:
         if budget is not None:
             shared.budgets.limit = budget
             return Refused(SkipReason.BUDGET)
-        if not await self._robots_allow(item):
+        if counts_as_page and not shared.seeds.reserve_page(item.seed, self.rules):
             shared.budgets.give_back(counts_as_page)
+            return Refused(SkipReason.SEED_BUDGET)
+        if not await self._robots_allow(item):
+            self._give_back_page(counts_as_page)
             return Refused(SkipReason.ROBOTS, robots_unreachable=self._robots_unreachable(item))
         request = Request(item, headers=referer_header(item))
         kept = self._parts.kept_requests.get(item.url)
@@ -388,9 +404,14 @@ class Capturer:
 
     def not_recorded(self, admitted: Admitted) -> None:
         """The request's exchange is not archived (the fetch failed, a bot challenge): a page
-        gives back its place in the budget."""
+        gives back its place in the budgets."""
         if admitted.own:
-            self._shared.budgets.give_back(admitted.counts_as_page)
+            self._give_back_page(admitted.counts_as_page)
+
+    def _give_back_page(self, counts_as_page: bool) -> None:
+        self._shared.budgets.give_back(counts_as_page)
+        if counts_as_page:
+            self._shared.seeds.give_back_page(self.lease.item.seed, self.rules)
 
     async def record(self, admitted: Admitted, exchange: Exchange) -> WrittenCapture:
         """Write the exchange's records (a revisit when the payload was stored before, a
@@ -433,17 +454,22 @@ class Capturer:
 
     def _keep(self, written: WrittenCapture, counted: Counted | None = None) -> None:
         self._captures.append(written)
+        self._shared.context.stats.seed(self.lease.item.seed).captures += 1
+        self._seed_captures += 1
         if counted is not None:
             self._counted.append(counted)
 
     def withdraw(self) -> None:
         """The lease is abandoned uncommitted (the login session ended): what its captures
         added to the crawl's figures is taken back, as the next run's resume cuts them from
-        the WARC files (:mod:`archiver.run.resume`)."""
+        the WARC files (:mod:`archiver.run.resume`); its seed's count of captures too, which
+        counted every record the lease kept (a screenshot's included)."""
         stats = self._shared.context.stats
         for counted in self._counted:
             stats.withdraw(counted)
         self._counted.clear()
+        stats.seed(self.lease.item.seed).captures -= self._seed_captures
+        self._seed_captures = 0
 
     def _writing(self) -> _Writing:
         return _Writing(self.writing)

@@ -18,6 +18,9 @@ MAX_TABLE = 10_000
 OTHER = "(other)"
 MAX_SERIES = 86_400 * 2
 LARGEST_KEPT = 25
+#: Seeds counted each on its own; the seeds past them share one row (:data:`OTHER_SEEDS`).
+MAX_SEEDS = 10_000
+OTHER_SEEDS = -1
 
 K = TypeVar("K", str, int)
 
@@ -98,6 +101,17 @@ class QaCounters:
 
 
 @dataclass(slots=True)
+class SeedCounts:
+    """What the URLs judged by one seed's rules came to (:mod:`archiver.policy.seeds`)."""
+
+    pages: int = 0  #: its URLs captured as pages (HTML, 2xx)
+    captures: int = 0  #: captures its leases wrote (robots.txt and a browser's included)
+    done: int = 0
+    failed: int = 0
+    skipped: int = 0
+
+
+@dataclass(slots=True)
 class CrawlStats:
     started: float = field(default_factory=time.time)
     started_monotonic: float = field(default_factory=time.monotonic)
@@ -127,7 +141,20 @@ class CrawlStats:
     browser: BrowserCounters | None = None
     #: set when each page is checked as it is captured (``--qa``)
     qa: QaCounters | None = None
+    #: per seed (its key; 0: the crawl's own rules), the first :data:`MAX_SEEDS` seeds
+    by_seed: dict[int, SeedCounts] = field(default_factory=dict)
     _largest: list[tuple[int, str, str]] = field(default_factory=list)
+
+    def seed(self, key: int) -> SeedCounts:
+        """The counts of the seed ``key`` (past :data:`MAX_SEEDS` seeds, those of the rest)."""
+        counts = self.by_seed.get(key)
+        if counts is None:
+            if len(self.by_seed) >= MAX_SEEDS:
+                key = OTHER_SEEDS
+                counts = self.by_seed.get(key)
+            if counts is None:
+                counts = self.by_seed[key] = SeedCounts()
+        return counts
 
     def _bump(self, table: Counter[str], key: str) -> None:
         if key in table or len(table) < MAX_TABLE:

@@ -36,6 +36,7 @@ from archiver.models import CrawlItem, Exchange, Hop, SkipReason
 from archiver.pipeline.mediabudget import MediaBudget
 from archiver.pipeline.outcomes import Outcomes
 from archiver.pipeline.parts import Parts, RunContext
+from archiver.pipeline.seeds import SeedRuns
 from archiver.policy.sitemaps import is_sitemap
 
 #: URLs remembered as recently queued or rejected (each set is cleared when it grows past this)
@@ -47,7 +48,12 @@ class Discovery:
     repeated on every page cost a set lookup, not a scope check and a frontier call."""
 
     def __init__(
-        self, context: RunContext, parts: Parts, outcomes: Outcomes, media: MediaBudget
+        self,
+        context: RunContext,
+        parts: Parts,
+        outcomes: Outcomes,
+        seeds: SeedRuns,
+        media: MediaBudget,
     ) -> None:
         self._settings = context.settings
         self._stats = context.stats
@@ -57,13 +63,15 @@ class Discovery:
         self._sitemaps = parts.sitemaps
         self._pages = parts.pages
         self._outcomes = outcomes
-        #: URLs recently queued, and (URL, hop) recently rejected by scope: repeats skip work
+        #: the per-seed part of admission (a seed's hosts spaced as its URLs are queued)
+        self.seeds = seeds
+        #: URLs recently queued, and (URL, hop, seed) recently rejected by scope: repeats skip
+        #: work (the seed too: a URL on no seed's site is judged by the rules of the seed of
+        #: the page that led to it, which another seed's may not share)
         self._recent_queued: set[str] = set()
-        self._recent_rejected: set[tuple[str, str]] = set()
+        self._recent_rejected: set[tuple[str, str, int]] = set()
         self._exclusions = parts.exclusions
         self._uncached = {SkipReason.DEPTH, SkipReason.HOST_BUDGET}
-        if parts.scope.rules.extra_hops:
-            self._uncached.add(SkipReason.SCOPE)
         self._ignores_version = parts.exclusions.version
         self._options = extract_options(self._settings)
         #: the per-page media byte budget: what a playlist of a page may still list
@@ -143,18 +151,18 @@ class Discovery:
         if list_page and ex.content_type in HTML_TYPES and not item.is_requisite:
             text = self._text(item, ex)
             self.record_page(ex.target_uri, ex.date, found.title, text)
-        queued, rejected = self._recent_queued, self._recent_rejected
+        queued, rejected, seed = self._recent_queued, self._recent_rejected, item.seed
         of = found.extractor_of
         children = [
             item.child(url, Hop.LINK, of(url))
             for url in found.pages
-            if url not in queued and (url, Hop.LINK) not in rejected
+            if url not in queued and (url, Hop.LINK, seed) not in rejected
         ]
         if requisites:
             children += [
                 item.child(url, Hop.EMBED, of(url))
                 for url in found.requisites
-                if url not in queued and (url, Hop.EMBED) not in rejected
+                if url not in queued and (url, Hop.EMBED, seed) not in rejected
             ]
         return children, text
 
@@ -239,6 +247,52 @@ class Discovery:
         if self._pages is not None:
             self._pages.add(url, date, title, text)
 
+    def _verdict(self, found: CrawlItem) -> tuple[SkipReason | None, CrawlItem]:
+        """The live ignores, then the scope; an accepted item is counted against the budgets
+        at once (the next link sees them), and its host spaced by its seed's delay."""
+        if self._exclusions.ignored(found.url):
+            return SkipReason.IGNORED, found
+        reason, child = self._scope.admit(found)
+        if reason is None:
+            self._scope.accepted(child)
+            rules = self._scope.table.rules(child.seed)
+            if rules.per_host_delay is not None:  # its seed's delay, before it is leased
+                self.seeds.space(urls.host_port(child.url), rules)
+        return reason, child
+
+    async def add(self, added: list[str]) -> list[tuple[str, str]]:
+        """Queue URLs the operator added (``archiver add``): each checked as the command did
+        (the live ignores, the scope: :meth:`~archiver.policy.scope.Scope.admit_added`).
+        Returns ``(url, outcome)`` for each: ``queued``, ``seen`` (the crawl knew it), or why
+        it was refused."""
+        redirects = self._settings.max_redirects
+        outcomes: list[tuple[str, str]] = []
+        accepted: list[CrawlItem] = []
+        for text in added:
+            try:
+                url = urls.normalize_url(text)
+            except urls.InvalidURLError:
+                outcomes.append((text, SkipReason.INVALID_URL.value))
+                continue
+            reason = self._exclusions.check(url)
+            child = None
+            if reason is None:
+                reason, child = self._scope.admit_added(url, redirects)
+            if reason is not None or child is None:
+                outcomes.append((url, (reason or SkipReason.SCOPE).value))
+                continue
+            self._scope.accepted(child)
+            rules = self._scope.table.rules(child.seed)
+            if rules.per_host_delay is not None:
+                self.seeds.space(urls.host_port(child.url), rules)
+            accepted.append(child)
+        new = {item.url for item in await self._frontier.put_many(accepted)}
+        for child in accepted:
+            if child.url not in new:
+                self._scope.unaccepted(child)
+            outcomes.append((child.url, "queued" if child.url in new else "seen"))
+        return outcomes
+
     async def put(self, items: list[CrawlItem]) -> None:
         """Scope-check discovered items and queue the accepted ones (the frontier drops the
         ones it has seen). Remembers recent outcomes so the navigation links repeated on every
@@ -249,22 +303,21 @@ class Discovery:
         if exclusions.version != self._ignores_version:  # the ignores changed: verdicts too
             self._ignores_version = exclusions.version
             rejected.clear()
+        uncached = self._uncached
+        if self._scope.extra_hops:  # whether a page is near enough depends on its path
+            uncached = uncached | {SkipReason.SCOPE}
         for found in items:
-            if exclusions.ignored(found.url):
-                reason: SkipReason | None = SkipReason.IGNORED
-                child = found
-            else:
-                reason, child = self._scope.admit(found)
+            reason, child = self._verdict(found)
             if reason is None:
-                self._scope.accepted(child)  # counted at once: the next link sees the budget
                 accepted.append(child)
                 continue
             self._stats.skip(reason)
             self._outcomes.skip_log(child.via, child.url, reason)
-            if reason not in self._uncached:
+            if reason not in uncached:
                 # depth and budgets can change for the same URL found elsewhere (and, with
                 # --extra-hops, whether it is near enough to the scope): not cached
-                rejected.add((child.url, Hop.EMBED if child.is_requisite else Hop.LINK))
+                hop = Hop.EMBED if child.is_requisite else Hop.LINK
+                rejected.add((child.url, hop, found.seed))
         if accepted:
             new = {item.url for item in await self._frontier.put_many(accepted)}
             for child in accepted:

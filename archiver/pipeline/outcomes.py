@@ -14,6 +14,7 @@ from typing import Any
 
 from archiver import urls
 from archiver.errors import BlockedAddressError, FetchError
+from archiver.extract.links import HTML_TYPES
 from archiver.models import (
     CrawlItem,
     Exchange,
@@ -63,6 +64,7 @@ class Outcomes:
         """The lease is skipped; ``unsent`` when no request at all was made for it (its
         host's politeness booking is then given back)."""
         self._stats.skip(reason)
+        self._stats.seed(item.seed).skipped += 1
         self.skip_log(item.via, item.url, reason)
         return TaskResult(Outcome.SKIPPED, reason=reason.value, unsent=unsent)
 
@@ -83,6 +85,7 @@ class Outcomes:
             # the SSRF guard's refusal, not a failure of the host: skipped, never retried, and
             # the host is not paused for it
             self._stats.skip(SkipReason.BLOCKED_ADDRESS)
+            self._stats.seed(item.seed).skipped += 1
             self._log.info(
                 "skip",
                 url=item.url,
@@ -102,6 +105,7 @@ class Outcomes:
                 Outcome.RETRY, reason=reason.value, retry_after=self._retry_delay(item)
             )
         self._stats.failure(reason.value)
+        self._stats.seed(item.seed).failed += 1
         return TaskResult(Outcome.FAILED, reason=reason.value)
 
     def challenged(self, item: CrawlItem, ex: Exchange, provider: str) -> TaskResult:
@@ -132,6 +136,7 @@ class Outcomes:
             self._stats.retries += 1
             return TaskResult(Outcome.RETRY, status=ex.status, retry_after=delay, reason=reason)
         self._stats.failure(reason)
+        self._stats.seed(item.seed).failed += 1
         return TaskResult(Outcome.FAILED, status=ex.status, retry_after=delay, reason=reason)
 
     def browser_failed(
@@ -152,11 +157,13 @@ class Outcomes:
                 retry_after=self._retry_delay(item),
             )
         self._stats.failure(reason)
+        self._stats.seed(item.seed).failed += 1
         return TaskResult(Outcome.FAILED, status=ex.status, reason=reason)
 
     def recalled(self, item: CrawlItem, ex: Exchange) -> TaskResult:
         """The URL was captured already, by a browser's request: nothing fetched again."""
         self.fetch_log(item, ex, outcome="recalled")
+        self._stats.seed(item.seed).done += 1
         return TaskResult(Outcome.DONE, status=ex.status, unsent=True)
 
     def routed(self, item: CrawlItem, status: int | None) -> TaskResult:
@@ -198,6 +205,10 @@ class Outcomes:
         if 400 <= status < 500 and item.found_by:
             self._stats.client_error_of(item.found_by)
         self.fetch_log(item, ex, written, outcome="captured")
+        counts = self._stats.seed(item.seed)
+        counts.done += 1
+        if 200 <= status < 300 and ex.content_type in HTML_TYPES and not item.is_requisite:
+            counts.pages += 1
         return TaskResult(Outcome.DONE, status=status, retry_after=retry_after)
 
     def fetch_log(

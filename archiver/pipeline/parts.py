@@ -83,11 +83,12 @@ class CheckParts:
 
 @dataclass(frozen=True, slots=True)
 class BrowserParts:
-    """What the browser stage is made of (``--browser all|auto``, or ``--qa``)."""
+    """What the browser stage is made of (``--browser all|auto``, a seed's ``browser``, or
+    ``--qa``). It carries no browser mode: each page's seed's rules say whether the browser
+    loads it (``off`` for every seed: the browser only replays pages for ``--qa``)."""
 
     pool: BrowserPool
     recall: Recall
-    mode: str  #: ``all``, ``auto``, or ``off`` (the browser replays pages for ``--qa`` only)
     max_body: int
     #: ``--qa``: each page's rendered text and full-page screenshot stored as resource
     #: records (``urn:text:URL``, ``urn:screenshot-full:URL``), what a replay is compared with
@@ -124,7 +125,8 @@ class Parts:
     scope: Scope
     sitemaps: SitemapPolicy
     pages: PageList | None
-    #: the browser, its requests' recall and its mode, in a crawl that uses one
+    #: the browser and its requests' recall, in a crawl that uses one (each seed's rules say
+    #: which of its pages it loads)
     browser: BrowserParts | None = None
     #: --exclude and the live ignores: checked again when a URL is leased (run.control)
     exclusions: Exclusions = field(default_factory=Exclusions)

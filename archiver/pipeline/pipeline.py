@@ -48,6 +48,7 @@ from archiver.pipeline.mediabudget import MediaBudget
 from archiver.pipeline.outcomes import Outcomes
 from archiver.pipeline.parts import Parts, RunContext
 from archiver.pipeline.recording import text_capture
+from archiver.pipeline.seeds import SeedRuns
 from archiver.policy import challenge
 
 if TYPE_CHECKING:
@@ -61,8 +62,9 @@ class Pipeline:
         self.context = context
         self.parts = parts
         self.outcomes = Outcomes(context)
+        self.seeds = SeedRuns(parts.scope.table, parts.frontier)
         media = MediaBudget(context.settings.media_max_bytes or None, parts.media_bytes)
-        self.discovery = Discovery(context, parts, self.outcomes, media)
+        self.discovery = Discovery(context, parts, self.outcomes, self.seeds, media)
         recall = parts.browser.recall if parts.browser is not None else None
         self.capturers = Capturers(context, parts, self.outcomes, self.discovery, recall)
         #: yt-dlp's stage, in a crawl with --media yt-dlp
@@ -105,6 +107,11 @@ class Pipeline:
         """Scope-check items (the seeds, sitemaps) and queue the accepted ones."""
         await self.discovery.put(items)
 
+    async def add(self, urls: list[str]) -> list[tuple[str, str]]:
+        """Queue URLs the operator added; ``(url, outcome)`` for each
+        (:meth:`archiver.pipeline.discovery.Discovery.add`)."""
+        return await self.discovery.add(urls)
+
     async def verify_session(self) -> None:
         """Before the first lease: is the session alive (``--login-check``)? Raises
         :class:`~archiver.errors.SessionEndedError` when it is not."""
@@ -140,7 +147,7 @@ class Pipeline:
         exchange, written, content = fetched
         await self._vouch()  # before its links are queued: a login wall's would be junk
         browsing = self.browsing
-        why = browsing.wants(item, content) if browsing is not None else None
+        why = browsing.wants(item, content, capturer.rules.browser) if browsing else None
         text = await self.discovery.discover(
             item, content, requisites=why is None, list_page=why is None
         )
@@ -179,7 +186,7 @@ class Pipeline:
         record is read back, not fetched again; what it leads to is discovered as usual."""
         assert self.browsing is not None
         item = capturer.lease.item
-        why = self.browsing.wants(item, exchange)
+        why = self.browsing.wants(item, exchange, capturer.rules.browser)
         text = await self.discovery.discover(
             item, exchange, requisites=why is None, list_page=why is None
         )

@@ -160,7 +160,7 @@ class Proving:
         rounds = self.stage.context.settings.qa_rounds
         check = await self._check(page.url, at, proof)
         while True:
-            if ex is not None and proof.capture == "static" and self.stage.browser.mode == "auto":
+            if ex is not None and proof.capture == "static" and capturer.rules.browser == "auto":
                 evidence = replay_evidence(check, _html_text(ex))
                 if evidence is not None:
                     proof.capture, proof.browser_why = "browser", REPLAY_EVIDENCE + evidence

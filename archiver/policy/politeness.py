@@ -119,6 +119,8 @@ class HostState:
     next_start: float = 0.0  #: earliest start of the next request (delay spacing)
     paused_until: float = 0.0  #: backoff after 429/503/repeated failures
     delay: float | None = None  #: the host's robots.txt Crawl-delay (capped), when it has one
+    #: a seed's ``per_host_delay`` for the host, instead of the crawl's (the longest of them)
+    spacing: float | None = None
     failures: int = 0  #: consecutive failed fetches
     last_start: float = -math.inf  #: when the latest request to the host started
     booking: int = -1  #: the lease that made the latest booking (-1: a reserve, or none)
@@ -178,10 +180,11 @@ class HostGate:
         return max(state.next_start, state.paused_until)
 
     def _delay(self, state: HostState) -> float:
-        """The host's spacing: the crawl's delay, or its Crawl-delay when that is longer
-        (either may change while the crawl runs)."""
+        """The host's spacing: the crawl's delay (or the one its seeds give it), or its
+        Crawl-delay when that is longer (either may change while the crawl runs)."""
+        base = self.delay if state.spacing is None else state.spacing
         robots = state.delay
-        return self.delay if robots is None or robots < self.delay else robots
+        return base if robots is None or robots < base else robots
 
     def configure(self, *, delay: float, concurrency: int) -> None:
         """New crawl-wide politeness while the crawl runs (the operator's ``control.toml``):
@@ -244,6 +247,15 @@ class HostGate:
         state.delay = min(seconds, self.max_crawl_delay)
         # learnt inside a lease: the next start counts from the latest one with the new delay
         state.next_start = max(state.next_start, state.last_start + self._delay(state))
+
+    def set_spacing(self, host: str, seconds: float) -> None:
+        """A seed's ``per_host_delay`` for ``host``, instead of the crawl's: a host reached
+        through seeds with different delays is spaced by the longest of them. The next start
+        counts from the latest one with it (a shorter one frees the host at once)."""
+        state = self._state(host)
+        state.spacing = seconds if state.spacing is None else max(state.spacing, seconds)
+        if state.last_start != -math.inf:
+            state.next_start = state.last_start + self._delay(state)
 
     def paused_hosts(self) -> dict[str, float]:
         """Hosts currently paused, with seconds left (for the progress display)."""

@@ -14,20 +14,27 @@ Order of decisions (the first that applies wins), each skip with a :class:`SkipR
    more than ``max_pattern_depth`` hops: an endless calendar keeps getting deeper one month per
    hop, while a catalogue of numbered pages, however large, sits within a few hops of its
    listing pages;
-4. seeds, ``include`` matches, and redirect targets of seeds (the seed moved: its new host joins
-   the scope, as Heritrix's seedsRedirectNewSeeds) are in scope;
+4. seeds, ``include`` matches (the crawl's and the judging seed's), and redirect targets of
+   seeds (the seed moved: its new host joins its site, as Heritrix's seedsRedirectNewSeeds)
+   are in scope;
 5. page requisites (hop ``E``) of in-scope pages are in scope on any host when
    ``page_requisites`` is on (up to three embeds deep: a stylesheet's fonts and images);
    deeper ones (a JavaScript module graph imports on and on) where a page would be;
-6. otherwise the mode decides: ``page`` (the seeds only), ``prefix`` (under a seed's directory),
-   ``host`` (a seed's host or its ``www.`` twin), ``domain`` (a seed's domain and subdomains),
-   ``any``; a page outside is still crawled within ``extra_hops`` link hops of a page inside
-   (Browsertrix's ``--extraHops``: the pages a site links to, not the sites they link to),
-   counted on the item (:attr:`~archiver.models.CrawlItem.extra`, kept by every frontier, so
-   a resumed crawl counts on); a redirect keeps its source's count (the same page, moved),
-   except from a page inside, where it is the first hop outside;
+6. otherwise a URL is in scope when it is on a seed's site (:mod:`archiver.policy.seeds`: the
+   seed URL itself for ``page``, under its directory for ``prefix``, its host or that host's
+   ``www.`` twin for ``host``, its domain and subdomains for ``domain``, anything for ``any``;
+   each seed in its own mode, the crawl's ``--scope`` when it gave none); a page outside is
+   still crawled within ``extra_hops`` link hops of a page inside (Browsertrix's
+   ``--extraHops``: the pages a site links to, not the sites they link to), counted on the item
+   (:attr:`~archiver.models.CrawlItem.extra`, kept by every frontier, so a resumed crawl counts
+   on); a redirect keeps its source's count (the same page, moved), except from a page inside,
+   where it is the first hop outside;
 7. a page deeper than ``max_depth`` link hops -> ``depth``; a host over its URL budget ->
    ``host-budget``.
+
+Which seed's rules judge a URL (its exclusions, includes, depth, extra hops) is decided first:
+the seed whose site the URL is on, the most specific first, else the seed of the page that led
+to it (:mod:`archiver.policy.seeds` says why); the item is queued with that seed's key.
 
 Every trap that trips is remembered with the pattern that tripped it, for the summary.
 """
@@ -41,7 +48,8 @@ from collections.abc import Iterable
 from dataclasses import dataclass, field
 
 from archiver.models import CrawlItem, Hop, SkipReason
-from archiver.urls import host_port, hostname
+from archiver.policy.seeds import Seed, SeedRules, SeedSites, SeedTable, scheme_free
+from archiver.urls import host_port
 
 _DIGITS = re.compile(r"\d+")
 MAX_EMBED_CHAIN = 3
@@ -50,6 +58,9 @@ MAX_TRACKED_PATTERNS = 200_000
 
 @dataclass(frozen=True, slots=True)
 class ScopeRules:
+    """The crawl's scope: its seeds with its own rules (``mode``, ``max_depth`` and
+    ``extra_hops`` are those of every seed that gave none), its patterns and trap limits."""
+
     seeds: tuple[str, ...]
     mode: str = "host"
     include: tuple[str, ...] = ()
@@ -83,30 +94,6 @@ def url_pattern(url: str) -> str:
     return _DIGITS.sub("N", url)
 
 
-def _strip_www(host: str) -> str:
-    return host[4:] if host.startswith("www.") else host
-
-
-def _seed_prefix(seed: str) -> str:
-    """A seed's directory: ``http://h/a/b.html`` -> ``http://h/a/``."""
-    base = seed.split("?", 1)[0]
-    return base[: base.rfind("/") + 1]
-
-
-def _scheme_free(url: str) -> str:
-    return url.split("://", 1)[1] if "://" in url else url
-
-
-def _host_part(scheme_free: str) -> str:
-    """``host[:port]`` of a URL without its scheme."""
-    end = len(scheme_free)
-    for stop in "/?#":
-        at = scheme_free.find(stop)
-        if at >= 0:
-            end = min(end, at)
-    return scheme_free[:end]
-
-
 @dataclass(slots=True)
 class _Counters:
     #: numeric pattern -> (shallowest, deepest) link depth seen
@@ -115,40 +102,42 @@ class _Counters:
 
 
 class Scope:
-    """Decides whether discovered URLs are crawled; keeps the trap report."""
+    """Decides whether discovered URLs are crawled, and by which seed's rules; keeps the trap
+    report. ``table`` holds the seeds' rules (the crawl's own, from ``rules``, when None);
+    ``seeds`` are the seeds in their order, each with its rules (``rules.seeds`` with the
+    crawl's own, when None)."""
 
-    def __init__(self, rules: ScopeRules) -> None:
+    def __init__(
+        self,
+        rules: ScopeRules,
+        table: SeedTable | None = None,
+        seeds: Iterable[Seed] | None = None,
+    ) -> None:
         self.rules = rules
-        self._seeds = set(rules.sitemaps)
-        self._hosts: set[str] = set()
-        self._domains: set[str] = set()
-        #: the seeds' directories (scheme left out), by the host part they start with: a URL
-        #: is compared with its own host's prefixes only, whatever the number of seeds
-        self._prefixes: dict[str, list[str]] = {}
-        self.add_seeds(rules.seeds)
+        self.table = table or SeedTable(
+            SeedRules(mode=rules.mode, max_depth=rules.max_depth, extra_hops=rules.extra_hops)
+        )
+        self._named = set(rules.sitemaps)
+        self._sites = SeedSites()
         self._include = [re.compile(p) for p in rules.include]
         self._exclude = (
             re.compile("|".join(f"(?:{p})" for p in rules.exclude)) if rules.exclude else None
         )
         self._counters = _Counters()
         self.traps: dict[tuple[str, str], TrapReport] = {}
+        default = self.table.default
+        self.add_seeds(seeds if seeds is not None else (Seed(u, default) for u in rules.seeds))
 
-    def add_seeds(self, seeds: Iterable[str]) -> None:
-        """Seeds the crawl learns of while it runs (a seeds file is read in batches): in scope
-        themselves, and what they put in scope (their host, domain, directory)."""
+    def add_seeds(self, seeds: Iterable[Seed]) -> None:
+        """Seeds and their sites (the seeds of a file come in batches while the crawl runs)."""
+        seeds = list(seeds)
+        self.table.add(seeds)
         for seed in seeds:
-            self._seeds.add(seed)
-            self.add_seed_host(seed)
-            prefix = _scheme_free(_seed_prefix(seed))
-            prefixes = self._prefixes.setdefault(_host_part(prefix), [])
-            if prefix not in prefixes:
-                prefixes.append(prefix)
+            self._sites.add(seed.url, seed.key, seed.rules.mode)
 
-    def add_seed_host(self, url: str) -> None:
-        host = hostname(url)
-        bare = _strip_www(host)
-        self._hosts.update({host, bare, "www." + bare})
-        self._domains.add(bare)
+    def owner(self, url: str) -> int | None:
+        """The key of the seed whose site ``url`` is on (the most specific), or None."""
+        return self._sites.owner(url)
 
     # -- the decision ---------------------------------------------------------------------
 
@@ -157,8 +146,9 @@ class Scope:
         return self.admit(item)[0]
 
     def admit(self, item: CrawlItem) -> tuple[SkipReason | None, CrawlItem]:
-        """None and the item to queue (its :attr:`~archiver.models.CrawlItem.extra` count set
-        by where it is), or why not and the item as given."""
+        """None and the item to queue (its seed set to the seed whose rules judged it, its
+        :attr:`~archiver.models.CrawlItem.extra` count set by where it is), or why not and the
+        item as given."""
         url = item.url
         rules = self.rules
         if len(url) > rules.max_url_length:
@@ -168,20 +158,36 @@ class Scope:
         trap = self._trap(item)
         if trap is not None:
             return SkipReason.TRAP, item
-        if self._in_scope(item):
-            if item.extra:
-                item = dataclasses.replace(item, extra=0)
+        owner = self._sites.owner(url)
+        key = item.seed if owner is None else owner
+        own = self.table.rules(key)
+        compiled = self.table.compiled(own)
+        if compiled.exclude is not None and compiled.exclude.search(url):
+            return SkipReason.EXCLUDED, item
+        if self._in_scope(item, owner is not None, compiled.include):
+            if item.extra or item.seed != key:
+                item = dataclasses.replace(item, extra=0, seed=key)
         else:
-            extra = self._extra_hop(item)
+            extra = self._extra_hop(item, own.extra_hops)
             if extra is None:
                 return SkipReason.SCOPE, item
-            item = dataclasses.replace(item, extra=extra)
-        return self._limits(item), item
+            item = dataclasses.replace(item, extra=extra, seed=key)
+        return self._limits(item, own), item
 
-    def _extra_hop(self, item: CrawlItem) -> int | None:
-        """The item's count of pages outside the scope if ``extra_hops`` lets it in, else None
-        (only pages and redirects: sitemaps are not pages, requisites are in scope already)."""
-        limit = self.rules.extra_hops
+    def admit_added(self, url: str, redirects: int) -> tuple[SkipReason | None, CrawlItem]:
+        """A URL the operator adds (``archiver add``): in scope when it is on a seed's site or
+        matches an ``include`` (an extra hop is a page's, not the operator's), judged by its
+        seed's rules, queued as a link that no page led to (depth 0, no ``via``)."""
+        item = CrawlItem(url, redirects_left=redirects, hops=Hop.LINK)
+        reason, child = self.admit(item)
+        if reason is None and child.extra:
+            return SkipReason.SCOPE, item
+        return reason, child
+
+    def _extra_hop(self, item: CrawlItem, limit: int) -> int | None:
+        """The item's count of pages outside the scope if its seed's ``extra_hops`` lets it in,
+        else None (only pages and redirects: sitemaps are not pages, requisites are in scope
+        already)."""
         if not limit or not item.hops:
             return None
         last = item.hops[-1]
@@ -191,19 +197,18 @@ class Scope:
             return None
         return item.extra + 1
 
-    def _limits(self, item: CrawlItem) -> SkipReason | None:
-        """Depth and the per-host budget, for an item in scope."""
+    def _limits(self, item: CrawlItem, own: SeedRules) -> SkipReason | None:
+        """Depth (the judging seed's) and the per-host budget, for an item in scope."""
         rules = self.rules
-        url = item.url
         if (
-            rules.max_depth is not None
-            and item.depth > rules.max_depth
+            own.max_depth is not None
+            and item.depth > own.max_depth
             and not item.is_requisite
             and not item.is_seed
         ):
             return SkipReason.DEPTH
         if rules.max_urls_per_host is not None:
-            host = host_port(url)
+            host = host_port(item.url)
             if self._counters.hosts[host] >= rules.max_urls_per_host:
                 return SkipReason.HOST_BUDGET
         return None
@@ -212,6 +217,18 @@ class Scope:
         """The exclusion patterns (``--exclude``, ``--exclude-file``): what a worker checks
         again when it leases a URL queued before they were given (a resumed crawl)."""
         return self.rules.exclude
+
+    def seed_excluded(self, item: CrawlItem) -> bool:
+        """Whether the exclusions of the seed that judges ``item`` match it (checked again at
+        lease time, as the crawl's are: a resumed crawl may have been given new ones)."""
+        pattern = self.table.compiled(self.table.rules(item.seed)).exclude
+        return pattern is not None and pattern.search(item.url) is not None
+
+    @property
+    def extra_hops(self) -> bool:
+        """Whether any seed lets pages outside the scope in (a scope verdict then depends on
+        the path, and is not cached)."""
+        return self.table.any_extra_hops
 
     def accepted(self, item: CrawlItem) -> None:
         """Count a URL that was actually queued (new to the frontier) against budgets."""
@@ -225,20 +242,23 @@ class Scope:
                 if len(patterns) < MAX_TRACKED_PATTERNS or pattern in patterns:
                     patterns[pattern] = (min(low, item.depth), max(high, item.depth))
         if item.hops and set(item.hops) == {Hop.REDIRECT}:
-            self.add_seed_host(item.url)  # a seed that redirected: its new home is in scope
+            # a seed that redirected: its new home is on its site
+            self._sites.moved(item.url, item.seed, self.table.rules(item.seed).mode)
 
     def unaccepted(self, item: CrawlItem) -> None:
         """Undo the budget count of :meth:`accepted` for a URL the frontier had already seen."""
         if self.rules.max_urls_per_host is not None:
             self._counters.hosts[host_port(item.url)] -= 1
 
-    def _in_scope(self, item: CrawlItem) -> bool:
+    def _in_scope(
+        self, item: CrawlItem, on_a_site: bool, include: tuple[re.Pattern[str], ...]
+    ) -> bool:
         url = item.url
-        if item.is_seed or url in self._seeds:
+        if item.is_seed or url in self._named:
             return True
         if item.hops and set(item.hops) == {Hop.REDIRECT}:
             return True
-        if any(p.search(url) for p in self._include):
+        if any(p.search(url) for p in self._include) or any(p.search(url) for p in include):
             return True
         if item.is_requisite:
             if not self.rules.page_requisites:
@@ -248,26 +268,12 @@ class Scope:
                 return True
             # deeper (a module graph: entry -> chunk -> chunk -> ...): in scope where a page
             # would be, so a site's own modules are followed and other hosts' are not
-        mode = self.rules.mode
-        if mode == "any":
-            return True
-        if mode == "page":
-            return False
-        host = hostname(url)
-        if mode == "host":
-            return host in self._hosts
-        if mode == "domain":  # the host or a parent domain is a seed's (each suffix looked up)
-            labels = _strip_www(host).split(".")
-            return any(".".join(labels[i:]) in self._domains for i in range(len(labels)))
-        # prefix: under a seed's directory, http and https alike
-        rest = _scheme_free(url)
-        prefixes = self._prefixes.get(_host_part(rest), ())
-        return any(rest.startswith(prefix) for prefix in prefixes)
+        return on_a_site
 
     def _trap(self, item: CrawlItem) -> str | None:
         url = item.url
         rules = self.rules
-        rest = _scheme_free(url)
+        rest = scheme_free(url)
         slash = rest.find("/")
         path_query = rest[slash:] if slash >= 0 else "/"
         path, _, query = path_query.partition("?")

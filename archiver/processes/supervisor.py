@@ -67,7 +67,7 @@ from archiver.config.assemble import (
     wacz_signer,
     wants_wacz,
 )
-from archiver.config.settings import Settings
+from archiver.config.settings import SeedEntry, Settings
 from archiver.errors import ArchiverError, LockedError
 from archiver.frontier import open_backend
 from archiver.frontier.config import REDIS_SCHEMES
@@ -153,6 +153,15 @@ def share(total: int | None, processes: int, number: int) -> int | None:
     return max(total // processes + (1 if number < total % processes else 0), 1)
 
 
+def shared_seed(entry: SeedEntry, processes: int, number: int) -> SeedEntry:
+    """Process ``number``'s part of a seed's ``max_pages`` (the crawl's is shared alike)."""
+    own = tuple(
+        (key, share(value, processes, number) if key == "max_pages" else value)
+        for key, value in entry.own
+    )
+    return dataclasses.replace(entry, own=own)
+
+
 @dataclass(slots=True)
 class Slot:
     """One crawler process of the crawl, across its restarts."""
@@ -231,9 +240,9 @@ class Supervisor:
         """The crawl's figures: the processes' latest stats lines and their ended runs, added
         up (:meth:`archiver.run.stats.Snapshot.merged`)."""
         parts = [view for slot in self.slots for view in slot.views]
-        parts += [slot.snapshot for slot in self.slots if slot.snapshot is not None]
-        return Snapshot.merged(
-            parts,
+        live = [slot.snapshot for slot in self.slots if slot.snapshot is not None]
+        merged = Snapshot.merged(
+            [*parts, *live],
             queue=self._latest,
             elapsed=time.monotonic() - self._clock,
             stopping=self._stopping,
@@ -241,6 +250,8 @@ class Supervisor:
                 1 for s in self.slots if s.process is not None and s.process.returncode is None
             ),
         )
+        # the processes watch one directory: paused when they say so
+        return dataclasses.replace(merged, paused=any(snapshot.paused for snapshot in live))
 
     # -- the run ----------------------------------------------------------------------------
 
@@ -250,9 +261,9 @@ class Supervisor:
         start = starting_seeds(settings)  # usage errors come first, before anything is written
         if start.file is not None:
             start.file.close()  # each crawler process reads the seeds file itself
-        seeds = start.seeds
+        seeds = tuple(seed.url for seed in start.seeds)
         cookie_file(settings)
-        check_browser(settings)
+        check_browser(settings, start.seeds)
         self._signer = wacz_signer(settings)
         binary = redis_binary() if self.private else None
         self.layout.root.mkdir(parents=True, exist_ok=True)
@@ -359,6 +370,7 @@ class Supervisor:
             stats_interval=STATS_SECONDS,
             max_pages=share(s.max_pages, n, number),
             max_bytes=share(s.max_bytes, n, number),
+            seed=tuple(shared_seed(entry, n, number) for entry in s.seed),
             # one writer of the file (the jar itself is shared in Redis)
             save_cookies=s.save_cookies if number == 0 else None,
             status_port=None,  # the supervisor serves the crawl's status, the sum of theirs
@@ -586,16 +598,19 @@ class Supervisor:
                 lock.release()
 
     async def _reap_browsers(self) -> None:
-        """Chromium left by a killed crawler process (its own exit is normally enough)."""
-        if self.settings.browser == "off":
+        """Chromium left by a killed crawler process (its own exit is normally enough). Found by
+        the processes' browser state directories, not by ``--browser``: a seed's own
+        ``browser`` and ``--qa`` start Chromium too."""
+        root = self.layout.root
+        every = [Layout(root, process=slot.process_id).state / "browser" for slot in self.slots]
+        states = [state for state in every if state.is_dir()]
+        if not states:
             return
         from archiver.browser.chromium import reap_leftovers  # noqa: PLC0415
 
-        for slot in self.slots:
-            state = Layout(self.layout.root, process=slot.process_id).state / "browser"
-            if state.is_dir():
-                with contextlib.suppress(OSError, ArchiverError):
-                    await reap_leftovers(state)
+        for state in states:
+            with contextlib.suppress(OSError, ArchiverError):
+                await reap_leftovers(state)
 
     async def _finish(
         self, status: str, reason: str | None, seeds: tuple[str, ...], *, resumed: bool

@@ -12,34 +12,62 @@
   file) gives back the value the crawl was started with. Content that does not parse, an
   unknown key or a wrong value is a warning, and the previous values stay.
 
-Both files are looked at every :data:`POLL_SECONDS` (a ``stat``: modification time, size and
+* ``DIR/paused``: while it exists, no new fetch starts (``archiver pause DIR`` makes it,
+  ``archiver unpause DIR`` removes it, as Heritrix's pause button and grab-site's touch files
+  do). Fetches in flight finish and are recorded; a worker waiting for a URL gives it back to
+  the frontier untouched (no try counted), so nothing is lost and nothing is fetched twice. A
+  paused crawl still stops on a signal, at once (nothing is in flight), and resumes paused
+  while the file is there. The progress display, ``/status`` and ``/metrics`` say paused.
+* ``DIR/add/*.urls``: URLs the operator adds (``archiver add DIR URL...``, which checks them
+  against the crawl's scope first and writes the file whole). Each file is taken by one
+  process (a rename into ``add/taken/``), its URLs checked again and queued as links found by
+  no page (depth 0), each logged as ``added`` by the operator with what became of it, and the
+  file moved to ``add/done/``. A file taken by a run that died is taken up again by the next.
+
+The files are looked at every :data:`POLL_SECONDS` (a ``stat``: modification time, size and
 inode, so an editor's save-by-rename is seen) and read again only when they changed; the
 patterns are compiled once per change, never per URL. Polling needs no platform API and costs
-two ``stat`` calls a second. When the crawl starts they are read before the first lease, so a
+a few ``stat`` calls a second. When the crawl starts they are read before the first lease, so a
 resumed crawl applies them (and a new ``--exclude``) to the URLs it had queued.
 
 In a crawl shared through Redis, each process watches the directory it writes into (processes
-on one machine share it). Ignores apply in the processes that read them. Politeness is the
-crawl's: a change is published to every process
-(:meth:`archiver.frontier.base.Frontier.set_politeness`), and this loop also picks up what
-another process published (:meth:`~archiver.frontier.base.Frontier.shared_politeness`).
+on one machine share it: ``--processes N`` pauses, ignores and adds as one). Ignores and a
+pause apply in the processes that read them (a ``redis://`` crawl on several machines is paused
+machine by machine); added URLs go to the shared queue. Politeness is the crawl's: a change is
+published to every process (:meth:`archiver.frontier.base.Frontier.set_politeness`), and this
+loop also picks up what another process published
+(:meth:`~archiver.frontier.base.Frontier.shared_politeness`).
 """
 
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import os
+import time
 import tomllib
+from collections.abc import Awaitable, Callable
 from pathlib import Path
 from typing import Any
 
-from archiver.config.settings import parse_value
-from archiver.errors import FrontierError, SettingsError
+from archiver.config.assemble import crawl_scope
+from archiver.config.seeds import crawl_seeds, normalized
+from archiver.config.settings import parse_value, recorded_settings
+from archiver.errors import FrontierError, OutputExistsError, SettingsError
 from archiver.frontier.base import Frontier
 from archiver.models import CrawlItem, SkipReason
-from archiver.policy.ignores import NO_IGNORES, Exclusions, Ignores, parse_ignores
+from archiver.policy.ignores import (
+    NO_IGNORES,
+    Exclusions,
+    Ignores,
+    compile_patterns,
+    parse_ignores,
+)
 from archiver.policy.politeness import Politeness
-from archiver.run.output import Layout
+from archiver.run.output import STATUS_COMPLETED, Layout, crawl_status
+from archiver.run.seeds import SeedsFile
+from archiver.timefmt import rfc3339_at, timestamp17, utcnow
+from archiver.urls import InvalidURLError
 
 #: Seconds between two looks at the files ("within a few seconds of a change").
 POLL_SECONDS = 1.0
@@ -89,6 +117,38 @@ def parse_control(text: str, defaults: Politeness) -> Politeness:
     return Politeness(delay=float(delay), concurrency=int(concurrency))
 
 
+class PauseGate:
+    """Whether new fetches may start (``DIR/paused``): the workers wait on it before they ask
+    the frontier for a URL; ``on_pause`` callbacks interrupt those already waiting for one."""
+
+    def __init__(self) -> None:
+        self._running = asyncio.Event()
+        self._running.set()
+        self._on_pause: list[Callable[[], None]] = []
+
+    @property
+    def paused(self) -> bool:
+        return not self._running.is_set()
+
+    def on_pause(self, callback: Callable[[], None]) -> None:
+        """Call ``callback`` each time a pause begins."""
+        self._on_pause.append(callback)
+
+    def pause(self) -> None:
+        if self.paused:
+            return
+        self._running.clear()
+        for callback in self._on_pause:
+            callback()
+
+    def unpause(self) -> None:
+        self._running.set()
+
+    async def wait_running(self) -> None:
+        """Return once the crawl is not paused."""
+        await self._running.wait()
+
+
 class LiveControl:
     """Watches ``ignores`` and ``control.toml`` for one run; answers the lease-time check.
 
@@ -107,7 +167,12 @@ class LiveControl:
     ) -> None:
         self._ignores_path = layout.ignores
         self._control_path = layout.control
+        self._paused_path = layout.paused
         self.exclusions = exclusions
+        #: the operator's pause (``DIR/paused``), which the workers wait on
+        self.gate = PauseGate()
+        #: the operator's added URLs (``DIR/add/``), taken up once the pipeline exists
+        self.additions: Additions | None = None
         self._frontier = frontier
         self.defaults = defaults
         self.politeness = defaults
@@ -116,6 +181,7 @@ class LiveControl:
         self.control_error: str | None = None
         self._ignores_seen: _Signature = None
         self._control_seen: _Signature = None
+        self._paused_seen: _Signature = None
 
     def check(self, item: CrawlItem) -> SkipReason | None:
         """At lease time: ``excluded`` or ``ignored`` when the URL is no longer wanted."""
@@ -129,6 +195,10 @@ class LiveControl:
         self._apply_ignores(self._parse_ignores(self._ignores_seen))
         self._look_at_control()
 
+    @property
+    def paused(self) -> bool:
+        return self.gate.paused
+
     async def watch(self, interval: float = POLL_SECONDS) -> None:
         """Look at the files every ``interval`` seconds until cancelled. A changed ``ignores``
         is read and compiled on a thread: a file of 100,000 lines, rewritten whole, must not
@@ -140,6 +210,8 @@ class LiveControl:
                 self._ignores_seen = signature
                 self._apply_ignores(await asyncio.to_thread(self._parse_ignores, signature))
             self._look_at_control()
+            if self.additions is not None:
+                await self.additions.take()
             try:
                 shared = await self._frontier.shared_politeness()
             except FrontierError:
@@ -158,6 +230,24 @@ class LiveControl:
         if signature != self._control_seen:
             self._control_seen = signature
             self._reload_control(signature is not None)
+        signature = _signature(self._paused_path)
+        if signature != self._paused_seen:
+            self._paused_seen = signature
+            self._pause(signature is not None)
+
+    def _pause(self, paused: bool) -> None:
+        if paused == self.gate.paused:
+            return
+        if paused:
+            self.gate.pause()
+            self._log.info(
+                "paused",
+                file=str(self._paused_path),
+                note="no new fetch starts; fetches in flight finish (archiver unpause DIR)",
+            )
+        else:
+            self.gate.unpause()
+            self._log.info("unpaused", file=str(self._paused_path))
 
     def _read(self, path: Path) -> str | None:
         try:
@@ -235,6 +325,172 @@ class LiveControl:
         )
 
 
+#: The suffix of a file of added URLs the crawl takes up (written whole under another name,
+#: then renamed: a crawl never reads half a file).
+ADDED_SUFFIX = ".urls"
+
+#: What queues the operator's URLs: ``(url, outcome)`` for each (``queued``, ``seen``, or why
+#: it was refused), :meth:`archiver.pipeline.discovery.Discovery.add`.
+QueueUrls = Callable[[list[str]], Awaitable[list[tuple[str, str]]]]
+
+
+def read_url_lines(text: str) -> list[str]:
+    """The URLs of a file of URLs: one a line, blank lines and ``#`` comments skipped."""
+    lines = (line.strip() for line in text.splitlines())
+    return [line for line in lines if line and not line.startswith("#")]
+
+
+class Additions:
+    """The operator's added URLs (``DIR/add/*.urls``) for one run: each file taken by one
+    process, its URLs queued by ``queue`` and logged, the file kept in ``add/done/``."""
+
+    def __init__(self, layout: Layout, queue: QueueUrls, log: Any) -> None:
+        self._dir = layout.additions
+        self._taken = self._dir / "taken"
+        self._done = self._dir / "done"
+        self._queue = queue
+        self._log = log
+        self._seen: _Signature = None
+
+    def recover(self) -> None:
+        """Files a run that died took but did not finish go back to be taken again (queuing is
+        idempotent: the frontier queues a URL once)."""
+        for path in _listing(self._taken):
+            with contextlib.suppress(OSError):
+                os.rename(path, self._dir / path.name)
+
+    async def take(self) -> int:
+        """Take every file waiting (when the directory changed since the last look); returns
+        how many URLs were queued."""
+        signature = _signature(self._dir)
+        if signature is None or signature == self._seen:
+            return 0
+        self._seen = signature
+        queued = 0
+        for path in _listing(self._dir):
+            if path.name.endswith(ADDED_SUFFIX):
+                queued += await self._take(path)
+        return queued
+
+    async def _take(self, path: Path) -> int:
+        taken = self._taken / path.name
+        try:
+            self._taken.mkdir(parents=True, exist_ok=True)
+            os.rename(path, taken)  # one process of the crawl wins it
+            text = taken.read_text(encoding="utf-8", errors="replace")
+        except OSError:
+            return 0  # another process took it, or it cannot be read now
+        results = await self._queue(read_url_lines(text))
+        for url, outcome in results:
+            self._log.info("added", url=url, by="operator", file=path.name, outcome=outcome)
+        with contextlib.suppress(OSError):
+            self._done.mkdir(parents=True, exist_ok=True)
+            os.rename(taken, self._done / path.name)
+        return sum(1 for _, outcome in results if outcome == "queued")
+
+
+def _listing(directory: Path) -> list[Path]:
+    try:
+        return sorted(p for p in directory.iterdir() if p.is_file())
+    except OSError:
+        return []
+
+
+#: Why an added URL is refused, in words (a skip reason otherwise).
+_REFUSED = {
+    SkipReason.SCOPE: "it is on no seed's site and matches no --include",
+    SkipReason.EXCLUDED: "it matches an exclusion (--exclude, or its seed's exclude)",
+    SkipReason.IGNORED: "it matches a line of the crawl's ignores",
+    SkipReason.TRAP: "it has the shape of a crawler trap",
+    SkipReason.URL_TOO_LONG: "it is longer than --max-url-length",
+}
+
+
+def check_additions(crawl_dir: Path, given: list[str]) -> list[str]:
+    """The URLs ``given`` for the crawl in ``crawl_dir``, normalised, once each; each checked as
+    the crawl will check it (its recorded settings, seeds and ``ignores``). The first one that
+    is malformed or out of the crawl's scope, a directory that holds no crawl, or a completed
+    crawl, is a :class:`~archiver.errors.SettingsError`: nothing is added then."""
+    layout = Layout(crawl_dir)
+    status = recorded_status(crawl_dir)
+    if status.get("status") == STATUS_COMPLETED:
+        raise SettingsError("DIR", f"the crawl in {crawl_dir} is completed: it takes no more URLs")
+    if not given:
+        raise SettingsError("URL", "give at least one URL (or --file FILE)")
+    base = Path(str(status.get("cwd") or crawl_dir))
+    settings = recorded_settings(status.get("settings") or {}, base)
+    seeds = crawl_seeds(settings)
+    scope = crawl_scope(settings, tuple(seed.url for seed in seeds), seeds)
+    if settings.seeds_file is not None and settings.seeds_file.is_file():
+        rest = SeedsFile(settings.seeds_file, settings)  # every seed's site is in scope
+        rest.open()
+        for batch in rest:
+            scope.add_seeds(batch.seeds)
+    exclusions = Exclusions(compile_patterns(scope.exclusions()))
+    if layout.ignores.exists():
+        exclusions.replace(parse_ignores(layout.ignores.read_text(encoding="utf-8")))
+    found: list[str] = []
+    for text in given:
+        try:
+            url = normalized(text)
+        except InvalidURLError as exc:
+            raise SettingsError("URL", f"{text!r} is not an http(s) URL: {exc}") from None
+        reason = exclusions.check(url) or scope.admit_added(url, settings.max_redirects)[0]
+        if reason is not None:
+            why = _REFUSED.get(reason, reason.value)
+            raise SettingsError("URL", f"{url} is out of the crawl's scope: {why}")
+        found.append(url)
+    return list(dict.fromkeys(found))
+
+
+def write_additions(crawl_dir: Path, urls: list[str]) -> Path:
+    """Write ``urls`` for the crawl in ``crawl_dir`` to take up (``DIR/add/``): written whole
+    under a temporary name, then renamed, so no crawl reads half of it. Returns the file."""
+    directory = Layout(crawl_dir).additions
+    name = f"{timestamp17(utcnow())}-{os.getpid()}"  # in the order they were written
+    try:
+        directory.mkdir(exist_ok=True)
+        tmp = directory / f".{name}.tmp"
+        tmp.write_text("".join(url + "\n" for url in urls), encoding="utf-8")
+        final = directory / f"{name}{ADDED_SUFFIX}"
+        os.rename(tmp, final)
+    except OSError as exc:
+        raise SettingsError("add", f"cannot write {directory}: {exc.strerror or exc}") from None
+    return final
+
+
+def recorded_status(crawl_dir: Path) -> dict[str, Any]:
+    """What the crawl in ``crawl_dir`` recorded (:func:`archiver.run.output.crawl_status`); a
+    directory that holds no crawl, or whose state does not read, is a usage error."""
+    try:
+        status = crawl_status(crawl_dir)
+    except OutputExistsError as exc:
+        raise SettingsError("DIR", str(exc)) from None
+    if status is None:
+        raise SettingsError("DIR", f"no crawl in {crawl_dir} (no state/crawl.json)")
+    return status
+
+
+def set_paused(crawl_dir: Path, paused: bool) -> bool:
+    """Pause (make ``DIR/paused``) or unpause (remove it) the crawl in ``crawl_dir``; returns
+    whether that changed anything. A directory that holds no crawl is a usage error."""
+    recorded_status(crawl_dir)
+    layout = Layout(crawl_dir)
+    try:
+        if not paused:
+            layout.paused.unlink()
+            return True
+        with open(layout.paused, "x", encoding="utf-8") as fh:
+            fh.write(f"paused by archiver pause at {rfc3339_at(time.time())}\n")
+    except (FileExistsError, FileNotFoundError):
+        return False
+    except OSError as exc:
+        raise SettingsError(
+            "DIR", f"cannot change {layout.paused}: {exc.strerror or exc}"
+        ) from None
+    return True
+
+
 def append_ignore(crawl_dir: Path, pattern: str) -> Path:
     """Append ``pattern`` to the crawl directory's ``ignores`` file (created if missing) and
     return the file. A pattern that is not a valid regular expression, one that spans lines,
@@ -265,9 +521,17 @@ def append_ignore(crawl_dir: Path, pattern: str) -> Path:
 
 
 __all__ = [
+    "ADDED_SUFFIX",
     "CONTROL_KEYS",
     "POLL_SECONDS",
+    "Additions",
     "LiveControl",
+    "PauseGate",
     "append_ignore",
+    "check_additions",
     "parse_control",
+    "read_url_lines",
+    "recorded_status",
+    "set_paused",
+    "write_additions",
 ]

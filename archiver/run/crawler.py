@@ -37,6 +37,7 @@ from archiver.errors import (
 )
 from archiver.fetch.cookiestxt import CookieLine
 from archiver.frontier import Backend
+from archiver.frontier.base import CrawlQueue, Lease
 from archiver.models import MAX_REDIRECTS, CrawlItem, FailReason, Outcome, TaskResult
 from archiver.pipeline.capture import Capturer
 from archiver.pipeline.counters import CrawlStats
@@ -140,6 +141,9 @@ class Crawler:
         self._final: tuple[str, str | None] | None = None
         self._busy = 0
         self._cookies: tuple[CookieLine, ...] = ()
+        #: workers waiting in the frontier's ``get``, and those a pause interrupted there
+        self._waiting: set[asyncio.Task[Any]] = set()
+        self._interrupted: set[asyncio.Task[Any]] = set()
         self._loop: asyncio.AbstractEventLoop | None = None
         self._seeds_file: SeedsFile | None = None
         self._run: wiring.Run | None = None
@@ -196,6 +200,7 @@ class Crawler:
             stopping=self._stopping,
             dedup_bytes_saved=stats.dedup_bytes_saved,
             browser=BrowserSnapshot.of(stats.browser) if stats.browser is not None else None,
+            paused=stages is not None and stages.control is not None and stages.control.paused,
             qa=QaSnapshot.of(stats.qa) if stats.qa is not None else None,
         )
 
@@ -209,7 +214,7 @@ class Crawler:
         self._seeds_file = start_seeds.file
         self._cookies = cookie_file(self.settings)  # a bad file is a usage error, before output
         self._signer = wacz_signer(self.settings)  # so is an unusable signing key
-        check_browser(self.settings)  # Chromium missing: a usage error, before output
+        check_browser(self.settings, start_seeds.seeds)  # no Chromium: a usage error, first
         check_media(self.settings)  # so is yt-dlp for --media yt-dlp
         self.layout.root.mkdir(parents=True, exist_ok=True)
         lock = OutputLock(self.layout.lock_file)
@@ -241,12 +246,13 @@ class Crawler:
         run = self._run = wiring.Run(
             settings,
             layout,
-            start_seeds.seeds,
+            tuple(seed.url for seed in start_seeds.seeds),
             self.stats,
             start.resumed,
             self.process_id,
             cookie_file=self._cookies,
             signer=self._signer,
+            seed_rules=tuple(seed for seed in start_seeds.seeds if seed.spec is not None),
             state=start.status,
         )
         status: str = STATUS_FAILED
@@ -264,6 +270,7 @@ class Crawler:
                 self._invalid_seeds(start_seeds.invalid)
                 self.stats.seeds = len(run.seeds)
                 await stages.pipeline.put(wiring.seed_items(run, stages.sitemaps))
+            await self._take_additions()  # what the operator added while the crawl was stopped
             status, reason = await self._crawl()
             status, reason = finish.verdict(run, stages, status, reason)
         except ArchiverError as exc:
@@ -351,6 +358,7 @@ class Crawler:
         stop = asyncio.create_task(self._stop_event.wait(), name="stop-wait")
         monitor = asyncio.create_task(self._monitor(), name="monitor")
         assert self.stages.control is not None
+        self.stages.control.gate.on_pause(self._interrupt_waiting)
         control = asyncio.create_task(self.stages.control.watch(), name="live-control")
         try:
             done, _ = await asyncio.wait(
@@ -373,11 +381,22 @@ class Crawler:
 
     async def _all_done(self) -> None:
         """Every seed fed (a seeds file is fed while the workers run: the frontier may empty
-        meanwhile), then every URL done."""
+        meanwhile), then every URL done, and none added by the operator meanwhile (a file of
+        added URLs that came in after the last look is taken before the crawl calls itself
+        done)."""
         assert self.stages is not None and self.stages.frontier is not None
         if self._seeds_file is not None and not self._seeds_file.done:
             await self._feed_seeds(self._seeds_file)
-        await self.stages.frontier.join()
+        while True:
+            await self.stages.frontier.join()
+            if not await self._take_additions():
+                return
+
+    async def _take_additions(self) -> int:
+        control = self.stages.control if self.stages is not None else None
+        if control is None or control.additions is None:
+            return 0
+        return await control.additions.take()
 
     async def _feed_seeds(self, file: SeedsFile) -> None:
         """The rest of the seeds file, one batch per turn of the event loop (a batch takes
@@ -478,14 +497,8 @@ class Crawler:
         assert frontier is not None and pipeline is not None
         WORKER_NAME.set(f"worker-{number}")  # this task's own context: the fetch log names it
         while not self._stopping:
-            try:
-                lease = await frontier.get()
-            except FrontierError as exc:  # the backend failed, or is gone while stopping
-                self._stop(STATUS_INTERRUPTED, str(exc))
-                self.stages.log.error("frontier-error", error=str(exc))
-                return
-            if self._stopping:
-                frontier.give_back(lease)
+            lease = await self._next_lease(frontier)
+            if lease is None:
                 return
             capturer = pipeline.capturer(lease)
             result = await self._process(pipeline, capturer)
@@ -498,6 +511,47 @@ class Crawler:
                 self.stages.log.error("frontier-error", url=lease.item.url, error=str(exc))
                 return
             await capturer.committed()
+
+    async def _next_lease(self, frontier: CrawlQueue) -> Lease | None:
+        """The next URL to fetch, once the crawl is not paused (``DIR/paused``); None when the
+        crawl stops. A worker waiting in ``get`` when a pause begins is interrupted there
+        (:meth:`_interrupt_waiting`): ``get`` is cancel-safe, the frontier keeps the URL."""
+        assert self.stages is not None and self.stages.control is not None
+        gate = self.stages.control.gate
+        task = asyncio.current_task()
+        assert task is not None
+        while not self._stopping:
+            if gate.paused:
+                await gate.wait_running()
+                continue
+            self._waiting.add(task)
+            try:
+                lease = await frontier.get()
+            except FrontierError as exc:  # the backend failed, or is gone while stopping
+                self._stop(STATUS_INTERRUPTED, str(exc))
+                self.stages.log.error("frontier-error", error=str(exc))
+                return None
+            except asyncio.CancelledError:
+                if task not in self._interrupted:
+                    raise
+                self._interrupted.discard(task)
+                task.uncancel()  # the pause's cancellation, not the crawl's
+                continue
+            finally:
+                self._waiting.discard(task)
+            if self._stopping or gate.paused:
+                frontier.give_back(lease)
+                continue
+            return lease
+        return None
+
+    def _interrupt_waiting(self) -> None:
+        """A pause began: the workers waiting for a URL stop waiting (and wait for the end of
+        the pause instead)."""
+        for task in self._waiting:
+            if task not in self._interrupted:
+                self._interrupted.add(task)
+                task.cancel()
 
     async def _process(self, pipeline: Pipeline, capturer: Capturer) -> TaskResult | None:
         """The lease's outcome; None when the crawl must stop with the lease in flight."""

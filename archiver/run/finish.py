@@ -484,8 +484,9 @@ def run_figures(summary: Summary) -> dict[str, Any]:
 def _run_summary(run: Run, stages: Stages, status: str, reason: str | None) -> Summary:
     layout, previous = run.layout, stages.previous
     frontier_stats = stages.frontier.statistics() if stages.frontier is not None else None
+    seed_name = stages.scope.table.url if stages.scope is not None else lambda _: None
     return dataclasses.replace(
-        Summary.counted(run.stats),
+        Summary.counted(run.stats, seed_name),
         status=status,
         reason=reason,
         output=str(layout.root),

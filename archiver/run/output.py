@@ -20,6 +20,10 @@
                                runs (archiver ignore DIR PATTERN appends one)
       control.toml             the operator's: per-host delay and concurrency, re-read while the
                                crawl runs
+      paused                   the operator's: while it exists no new fetch starts
+                               (archiver pause DIR / archiver unpause DIR)
+      add/*.urls               the operator's: URLs to queue (archiver add DIR URL...), taken up
+                               by the running crawl, or by the next run
 
 With a Redis frontier the processes of one crawl on one machine share the directory:
 ``warcs/`` and ``index.cdxj`` (merged by the last process to leave, or ``archiver index``) are
@@ -57,7 +61,7 @@ STATUS_FAILED = "failed"
 
 #: files the operator writes into a crawl directory (:mod:`archiver.run.control`): they may be
 #: there before the first run, and ``--overwrite`` keeps them
-OPERATOR_FILES = ("ignores", "control.toml")
+OPERATOR_FILES = ("ignores", "control.toml", "paused", "add")
 
 _OWNED = (
     "warcs",
@@ -122,6 +126,16 @@ class Layout:
     def control(self) -> Path:
         """Politeness changed while the crawl runs (shared by the processes writing here)."""
         return self.root / "control.toml"
+
+    @property
+    def paused(self) -> Path:
+        """While it exists, no new fetch starts (``archiver pause``, ``archiver unpause``)."""
+        return self.root / "paused"
+
+    @property
+    def additions(self) -> Path:
+        """URLs the operator adds to the crawl (``archiver add``): files the crawl takes up."""
+        return self.root / "add"
 
     @property
     def index(self) -> Path:
@@ -221,6 +235,19 @@ def read_status(layout: Layout) -> dict[str, Any] | None:
     except (OSError, ValueError) as exc:
         raise OutputExistsError(f"{layout.status_file} is unreadable: {exc}") from exc
     return data if isinstance(data, dict) else None
+
+
+def crawl_status(crawl_dir: Path) -> dict[str, Any] | None:
+    """The state a crawl directory records (``state/crawl.json``): the crawl's own, or, for a
+    crawl shared through a ``redis://`` frontier, the latest of its processes' here; None when
+    the directory holds no crawl."""
+    found = read_status(Layout(crawl_dir))
+    if found is not None:
+        return found
+    shared = [layout for layout in layouts(crawl_dir) if layout.process is not None]
+    statuses = [read_status(layout) for layout in shared if layout.status_file.is_file()]
+    known = [status for status in statuses if status is not None]
+    return max(known, key=lambda status: str(status.get("created", ""))) if known else None
 
 
 def read_json(path: Path) -> dict[str, Any]:
@@ -324,6 +351,7 @@ def prepare(
         status.setdefault("runs", []).append({"started": now, "status": STATUS_RUNNING})
         status["status"] = STATUS_RUNNING
         status["settings"] = settings_json
+        status["cwd"] = os.getcwd()
         if processes > 1:
             status["processes"] = processes
         return RunStart(True, before, status)
@@ -332,6 +360,8 @@ def prepare(
         "status": STATUS_RUNNING,
         "created": now,
         "settings": settings_json,
+        #: where the run was started: its settings' relative file names are relative to it
+        "cwd": os.getcwd(),
         "runs": [{"started": now, "status": STATUS_RUNNING}],
     }
     if processes > 1:

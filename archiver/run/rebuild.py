@@ -36,7 +36,8 @@ from pathlib import Path
 from typing import Any, TypeVar
 
 from archiver import urls
-from archiver.config.assemble import scope_rules, sitemap_policy
+from archiver.config.assemble import crawl_scope, sitemap_policy
+from archiver.config.seeds import first_of_each
 from archiver.config.settings import Settings, parse_value, setting_fields
 from archiver.dedup.captured import read_response
 from archiver.errors import OutputError, SettingsError, StateError
@@ -57,7 +58,7 @@ from archiver.models import (
     WrittenRecord,
 )
 from archiver.policy.politeness import HostGate
-from archiver.policy.scope import Scope
+from archiver.policy.seeds import Seed
 from archiver.policy.sitemaps import SitemapPolicy, is_sitemap
 from archiver.run.output import Layout, OutputLock, read_status, write_status
 from archiver.run.resume import close_abandoned
@@ -205,14 +206,26 @@ def _captures(warcs: Path, report: RebuildReport) -> dict[str, Captured]:
     return found
 
 
-def _seed_items(settings: Settings, sitemaps: SitemapPolicy) -> list[CrawlItem]:
+def _seeds(settings: Settings) -> tuple[Seed, ...]:
+    """Every seed of the crawl with its rules: the config file's, the command line's and the
+    whole seeds file's."""
     seeds = list(starting_seeds(settings).seeds)
     if settings.seeds_file is not None and settings.seeds_file.exists():
-        rest = SeedsFile(settings.seeds_file)
+        rest = SeedsFile(settings.seeds_file, settings)
         rest.open()
-        seeds = list(dict.fromkeys([*seeds, *(s for batch in rest for s in batch.seeds)]))
-    items = [CrawlItem(url=seed, redirects_left=settings.max_redirects) for seed in seeds]
-    return items + sitemaps.start_items(seeds)
+        seeds += (seed for batch in rest for seed in batch.seeds)
+    return first_of_each(seeds)
+
+
+def _seed_items(
+    settings: Settings, seeds: tuple[Seed, ...], sitemaps: SitemapPolicy
+) -> list[CrawlItem]:
+    urls = [seed.url for seed in seeds]
+    items = [
+        CrawlItem(url=seed.url, redirects_left=settings.max_redirects, seed=seed.key)
+        for seed in seeds
+    ]
+    return items + sitemaps.start_items(urls)
 
 
 def _walk(
@@ -222,8 +235,9 @@ def _walk(
     with its capture, or None to queue it; then the captured URLs no walk reaches (robots.txt,
     a browser's requests), done as they are."""
     sitemaps = sitemap_policy(settings)
-    seeds = _seed_items(settings, sitemaps)
-    scope = Scope(scope_rules(settings, tuple(i.url for i in seeds if i.is_seed)))
+    every = _seeds(settings)
+    seeds = _seed_items(settings, every, sitemaps)
+    scope = crawl_scope(settings, tuple(seed.url for seed in every), every)
     reached: dict[str, tuple[CrawlItem, Captured | None]] = {}
     pending: deque[CrawlItem] = deque(seeds)
     while pending:

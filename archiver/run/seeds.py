@@ -9,7 +9,8 @@ scope, the SSRF guard's allowed addresses, credential hosts); the crawler feeds 
 the frontier between its other work, one batch per turn of the event loop, and stops feeding
 when the crawl stops. A line that is not an http(s) URL is reported with its number and left
 out: one bad line must not stop a crawl of a million. Lines are ``#`` comments or blank, as in
-every lines file of archiver.
+every lines file of archiver; any other line is a URL (the crawl's rules) or a JSON object with
+the keys of a ``[[seed]]`` table (its own rules: :func:`archiver.config.seeds.seed_line`).
 """
 
 from __future__ import annotations
@@ -19,11 +20,10 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TextIO
 
-from archiver import urls
-from archiver.config.assemble import seed_list
+from archiver.config.seeds import crawl_seeds, first_of_each, seed_line
 from archiver.config.settings import Settings
 from archiver.errors import SettingsError
-from archiver.policy.scope import seeds_in_order
+from archiver.policy.seeds import Seed
 
 #: Lines read and normalised at a time (about 40 ms of work on the development machine: the
 #: event loop is never held longer than that by the seeds).
@@ -32,24 +32,21 @@ SEED_BATCH = 500
 
 @dataclass(slots=True)
 class SeedBatch:
-    """One batch of a seeds file: its URLs (normalised) and its lines that are not URLs."""
+    """One batch of a seeds file: its seeds (URLs normalised, with their rules) and its lines
+    that are not seeds."""
 
-    seeds: list[str] = field(default_factory=list)
+    seeds: list[Seed] = field(default_factory=list)
     #: ``(line number, line, why)`` of each line left out
     invalid: list[tuple[int, str, str]] = field(default_factory=list)
 
 
-def normalized_seed(text: str) -> str:
-    """A seed as the crawl queues it (``example.org`` means ``http://example.org/``); raises
-    :class:`~archiver.urls.InvalidURLError` for what is not an http(s) URL."""
-    return urls.normalize_url(text if "://" in text else "http://" + text)
-
-
 class SeedsFile:
-    """A ``--seeds-file`` read from its start, batch by batch (one pass; see the module doc)."""
+    """A ``--seeds-file`` read from its start, batch by batch (one pass; see the module doc);
+    a line without rules of its own takes those of ``settings``."""
 
-    def __init__(self, path: Path, *, batch: int = SEED_BATCH) -> None:
+    def __init__(self, path: Path, settings: Settings, *, batch: int = SEED_BATCH) -> None:
         self.path = path
+        self.settings = settings
         self.batch = batch
         self.lines = 0  #: lines read so far
         self.fed = 0  #: seeds handed out so far
@@ -82,8 +79,8 @@ class SeedsFile:
             if not text or text.startswith("#"):
                 continue
             try:
-                found.seeds.append(normalized_seed(text))
-            except urls.InvalidURLError as exc:
+                found.seeds.append(seed_line(text, self.settings, "seed"))
+            except SettingsError as exc:
                 found.invalid.append((self.lines, text[:200], str(exc)))
         self.fed += len(found.seeds)
         self.invalid += len(found.invalid)
@@ -104,7 +101,7 @@ class SeedsFile:
 class StartingSeeds:
     """The seeds known when a run starts, and the rest of the seeds file to feed."""
 
-    seeds: tuple[str, ...]
+    seeds: tuple[Seed, ...]
     #: the seeds file, opened and read past the starting seeds (None without one)
     file: SeedsFile | None = None
     #: the starting batches' lines that are not URLs (the caller logs them)
@@ -112,12 +109,13 @@ class StartingSeeds:
 
 
 def starting_seeds(settings: Settings) -> StartingSeeds:
-    """The command line's seeds and the first batch of the seeds file (more batches until one
-    seed is found). No seed at all is a usage error, before anything is written."""
-    seeds = list(seed_list(settings))
+    """The config file's ``[[seed]]`` tables, the command line's seeds and the first batch of
+    the seeds file (more batches until one seed is found). No seed at all is a usage error,
+    before anything is written."""
+    seeds = list(crawl_seeds(settings))
     if settings.seeds_file is None:
         return StartingSeeds(tuple(seeds))
-    file = SeedsFile(settings.seeds_file)
+    file = SeedsFile(settings.seeds_file, settings)
     file.open()
     invalid: list[tuple[int, str, str]] = []
     while True:
@@ -130,7 +128,7 @@ def starting_seeds(settings: Settings) -> StartingSeeds:
         raise SettingsError(
             "--seeds-file", f"{settings.seeds_file} holds no http(s) URL to start from"
         )
-    return StartingSeeds(seeds_in_order(seeds), file, invalid)
+    return StartingSeeds(first_of_each(seeds), file, invalid)
 
 
 __all__ = [
@@ -138,6 +136,5 @@ __all__ = [
     "SeedBatch",
     "SeedsFile",
     "StartingSeeds",
-    "normalized_seed",
     "starting_seeds",
 ]

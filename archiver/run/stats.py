@@ -17,11 +17,18 @@ from __future__ import annotations
 import dataclasses
 import heapq
 from collections import Counter
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, TypeVar
 
-from archiver.pipeline.counters import BrowserCounters, CrawlStats, QaCounters, extractor_table
+from archiver.pipeline.counters import (
+    OTHER_SEEDS,
+    BrowserCounters,
+    CrawlStats,
+    QaCounters,
+    SeedCounts,
+    extractor_table,
+)
 from archiver.timefmt import parse_w3c_datetime, rfc3339_at, utcnow
 
 #: name -> count: by status class, MIME type, host; failures and skips by reason
@@ -33,6 +40,8 @@ TABLE_ROWS = 50
 LARGEST_KEPT = 25
 #: Hosts in a snapshot's ``top_hosts`` and ``by_host``.
 TOP_HOSTS = 5
+#: Seeds listed in a summary (``seeds``, ``by_seed``; a crawl may have a million).
+SUMMARY_SEEDS = 100
 SNAPSHOT_HOSTS = 20
 
 
@@ -142,6 +151,8 @@ class Snapshot:
     browser: BrowserSnapshot | None = None
     #: crawler processes running, in a crawl of several (``--processes N``)
     processes: int | None = None
+    #: the operator paused the crawl (``DIR/paused``): no new fetch starts
+    paused: bool = False
     #: the replay check of each page as it is captured (``--qa``)
     qa: QaSnapshot | None = None
 
@@ -196,6 +207,7 @@ class Snapshot:
             dedup_bytes_saved=_int(data.get("dedup_bytes_saved")),
             browser=_read(BrowserSnapshot, browser) if isinstance(browser, Mapping) else None,
             processes=_int(data["processes"]) if "processes" in data else None,
+            paused=data.get("paused") is True,
             qa=_read(QaSnapshot, qa) if isinstance(qa, Mapping) else None,
         )
 
@@ -359,6 +371,82 @@ class Largest:
 
 
 @dataclass(frozen=True, slots=True)
+class SeedFigures:
+    """What one seed's URLs came to in a run (``summary.json``'s ``by_seed``): its URL (or
+    ``(the crawl's rules)`` for URLs no seed judges, ``(other seeds)`` past the seeds counted
+    each on its own), and its counts (:class:`archiver.pipeline.counters.SeedCounts`)."""
+
+    seed: str
+    pages: int = 0
+    captures: int = 0
+    done: int = 0
+    failed: int = 0
+    skipped: int = 0
+
+
+#: The names ``by_seed`` gives what is not one seed.
+CRAWL_RULES = "(the crawl's rules)"
+OTHER_SEEDS_NAME = "(other seeds)"
+
+
+def seed_figures(
+    counts: Mapping[int, SeedCounts], name: Callable[[int], str | None]
+) -> tuple[SeedFigures, ...]:
+    """``by_seed`` from a run's counts: the :data:`SUMMARY_SEEDS` seeds with the most captures
+    (then the most URLs done), each named by ``name(key)``; the rest in one row."""
+    rows = [
+        SeedFigures(_seed_name(key, name), c.pages, c.captures, c.done, c.failed, c.skipped)
+        for key, c in counts.items()
+    ]
+    return _top_seeds(rows)
+
+
+def _seed_name(key: int, name: Callable[[int], str | None]) -> str:
+    if key == 0:
+        return CRAWL_RULES
+    if key == OTHER_SEEDS:
+        return OTHER_SEEDS_NAME
+    return name(key) or f"(seed {key:012x})"
+
+
+def _top_seeds(rows: Iterable[SeedFigures]) -> tuple[SeedFigures, ...]:
+    """The rows by name (added up: the processes of a crawl), the :data:`SUMMARY_SEEDS`
+    busiest first, the rest in one row."""
+    by_name: dict[str, SeedFigures] = {}
+    for row in rows:
+        known = by_name.get(row.seed)
+        by_name[row.seed] = row if known is None else _seed_sum(row.seed, [known, row])
+    ordered = sorted(by_name.values(), key=lambda r: (-r.captures, -r.done, r.seed))
+    if len(ordered) <= SUMMARY_SEEDS:
+        return tuple(ordered)
+    kept = [r for r in ordered[:SUMMARY_SEEDS] if r.seed != OTHER_SEEDS_NAME]
+    rest = [r for r in ordered if r not in kept]
+    return (*kept, _seed_sum(OTHER_SEEDS_NAME, rest))
+
+
+def _seed_sum(name: str, rows: Sequence[SeedFigures]) -> SeedFigures:
+    return SeedFigures(
+        name,
+        sum(r.pages for r in rows),
+        sum(r.captures for r in rows),
+        sum(r.done for r in rows),
+        sum(r.failed for r in rows),
+        sum(r.skipped for r in rows),
+    )
+
+
+def _seed_row(row: Mapping[str, Any]) -> SeedFigures:
+    return SeedFigures(
+        _str(row.get("seed")) or "",
+        _int(row.get("pages")),
+        _int(row.get("captures")),
+        _int(row.get("done")),
+        _int(row.get("failed")),
+        _int(row.get("skipped")),
+    )
+
+
+@dataclass(frozen=True, slots=True)
 class Summary:
     """A run's figures and how it ended: ``summary.json`` (see the module docstring)."""
 
@@ -385,6 +473,8 @@ class Summary:
     largest: tuple[Largest, ...] = ()
     captures_over_time: tuple[tuple[int, int], ...] = ()  #: (second, captures)
     browser: BrowserSummary | None = None
+    #: per seed, the busiest first (:func:`seed_figures`)
+    by_seed: tuple[SeedFigures, ...] = ()
     # how the run ended, and what it wrote (None in a process's figures read from its last
     # stats line: it was killed before it could say)
     status: str | None = None
@@ -418,8 +508,11 @@ class Summary:
     runs: tuple[RunEntry, ...] = ()
 
     @classmethod
-    def counted(cls, stats: CrawlStats) -> Summary:
-        """The figures one run's pipeline counted (its ending is added by the run)."""
+    def counted(
+        cls, stats: CrawlStats, seed_name: Callable[[int], str | None] = lambda _: None
+    ) -> Summary:
+        """The figures one run's pipeline counted (its ending is added by the run);
+        ``seed_name`` names a seed by its key."""
         elapsed = stats.elapsed
         rate_time = max(elapsed, 1e-9)
         return cls(
@@ -445,6 +538,7 @@ class Summary:
             largest=tuple(Largest(url, size, mime) for size, url, mime in stats.largest()),
             captures_over_time=tuple(sorted(stats.per_second.items())),
             browser=BrowserSummary.of(stats.browser) if stats.browser is not None else None,
+            by_seed=seed_figures(stats.by_seed, seed_name),
             seeds_count=stats.seeds,
         )
 
@@ -525,6 +619,7 @@ class Summary:
             largest=tuple(largest),
             captures_over_time=_series(parts),
             browser=_summed(BrowserSummary, browsers) if browsers else None,
+            by_seed=_top_seeds(row for s in summaries for row in s.by_seed),
             traps=_merged_traps(s.traps for s in whole),
             robots=_merged_robots([s.robots for s in whole if s.robots is not None]),
             # every process feeds the whole seeds file (the shared frontier keeps each once)
@@ -629,6 +724,7 @@ class Summary:
                 if isinstance(point, list | tuple) and len(point) == 2
             ),
             browser=_read(BrowserSummary, browser) if isinstance(browser, Mapping) else None,
+            by_seed=tuple(_seed_row(row) for row in _objects(data.get("by_seed"))),
             status=_str(data.get("status")),
             reason=_str(data.get("reason")),
             output=_str(data.get("output")),
@@ -715,7 +811,7 @@ _SUMMED = frozenset(
         "started", "duration_seconds", "captures", "pages", "revisits", "dedup_bytes_saved",
         "bytes_received", "bytes_written", "captures_per_second", "pages_per_second",
         "retries", "by_status_class", "by_status", "by_mime", "by_host", "failures", "skips",
-        "truncated", "largest", "captures_over_time", "browser", "traps", "robots",
+        "truncated", "largest", "captures_over_time", "browser", "traps", "robots", "by_seed",
     }
 )  # fmt: skip
 

@@ -24,7 +24,7 @@ from __future__ import annotations
 import os
 import socket
 import sys
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Collection, Mapping
 from dataclasses import dataclass, field
 from typing import IO, TYPE_CHECKING, Any
 
@@ -32,6 +32,7 @@ from archiver.config.assemble import (
     address_policy,
     allow_seed_addresses,
     browser_config,
+    crawl_scope,
     default_output,
     fetch_config,
     frontier_config,
@@ -39,11 +40,11 @@ from archiver.config.assemble import (
     politeness,
     record_factory,
     robots_checker,
-    scope_rules,
     session_policy,
     sitemap_policy,
     writer_config,
 )
+from archiver.config.seeds import crawl_rules, seed_from_spec, wants_browser
 from archiver.config.settings import Settings
 from archiver.dedup.captured import CapturedUrls, MemoryCapturedUrls
 from archiver.dedup.digests import DigestIndex, LayeredDigestIndex, MemoryDigestIndex
@@ -66,8 +67,9 @@ from archiver.policy.ignores import Exclusions, compile_patterns
 from archiver.policy.netguard import AddressPolicy
 from archiver.policy.robots import Robots, RobotsCache
 from archiver.policy.scope import Scope
+from archiver.policy.seeds import MemorySeedStore, Seed, SeedStore, seed_key
 from archiver.policy.sitemaps import SitemapPolicy
-from archiver.run.control import LiveControl
+from archiver.run.control import Additions, LiveControl
 from archiver.run.disk import DiskGuard, Reserve
 from archiver.run.log import CrawlLog, console_level
 from archiver.run.output import Layout, RunStart, journal_dirs, prepare
@@ -100,6 +102,8 @@ class Run:
     cookie_file: tuple[CookieLine, ...] = ()
     #: who signs the WACZ (``--wacz-sign``, ``--wacz-sign-key``), made before the run started
     signer: Signer | None = None
+    #: the seeds with rules of their own (``[[seed]]``, a seeds file's JSON lines)
+    seed_rules: tuple[Seed, ...] = ()
     #: ``state/crawl.json``'s data, as this run keeps it up to date (its runs and figures)
     state: dict[str, Any] = field(default_factory=dict)
 
@@ -121,6 +125,8 @@ class Stages:
     robots_cache: RobotsCache | None = None  #: robots.txt shared by the processes of a crawl
     #: the cookie jar shared by the processes of a crawl (None: this run's state file)
     cookie_store: CookieStore | None = None
+    #: the rules of the seeds that have their own, kept for later runs and other processes
+    seed_store: SeedStore = field(default_factory=MemorySeedStore)
     #: the media bytes each page took, where the backend counts them (None: in memory)
     media_bytes: MediaBytes | None = None
     #: yt-dlp's child processes (--media yt-dlp)
@@ -239,7 +245,10 @@ async def assemble(run: Run, stages: Stages, options: Options) -> None:
     )
     if run.resumed:
         await repair_open_warcs(layout, frontier, log, process_id=run.process_id)
-    scope = stages.scope = Scope(scope_rules(s, run.seeds))
+    scope = stages.scope = open_scope(run, stages)
+    await stages.seed_store.keep_seeds(
+        {seed.key: seed.spec for seed in run.seed_rules if seed.spec}
+    )
     control = stages.control = live_control(run, stages, scope)
     robots = stages.robots = robots_checker(
         s, set_host_delay=frontier.set_host_delay, shared=stages.robots_cache
@@ -288,7 +297,25 @@ async def assemble(run: Run, stages: Stages, options: Options) -> None:
         media_resolver=media_resolver,
     )
     context = RunContext(s, run.stats, log, stages.crawl_log.info_event)
-    stages.pipeline = options.pipeline_class(context, parts)
+    pipeline = stages.pipeline = options.pipeline_class(context, parts)
+    # the operator's added URLs, now that they can be queued (a dead run's taken up again)
+    control.additions = Additions(layout, pipeline.add, log)
+    control.additions.recover()
+
+
+def open_scope(run: Run, stages: Stages) -> Scope:
+    """The scope, with every seed's rules: the seeds of this run in their order (a seed with
+    rules of its own in its place), and a table that asks the frontier's seed store for the
+    seeds of URLs queued by other processes or earlier runs."""
+    s, store = run.settings, stages.seed_store
+
+    async def load(keys: Collection[int]) -> list[Seed]:
+        specs = await store.seed_specs(keys)
+        return [seed for spec in specs.values() if (seed := seed_from_spec(spec, s)) is not None]
+
+    own, default = {seed.url: seed for seed in run.seed_rules}, crawl_rules(s)
+    ordered = (own.get(url) or Seed(url, default) for url in run.seeds)
+    return crawl_scope(s, run.seeds, ordered, load)
 
 
 def live_control(run: Run, stages: Stages, scope: Scope) -> LiveControl:
@@ -323,6 +350,8 @@ async def open_frontier(run: Run, stages: Stages, injected: Backend | None) -> R
     stages.captured = backend.captured
     stages.robots_cache = backend.robots_cache
     stages.cookie_store = backend.cookies
+    if backend.seeds is not None:
+        stages.seed_store = backend.seeds
     stages.media_bytes = backend.media
     stages.is_last = lambda: backend.is_last
     return info
@@ -334,7 +363,7 @@ async def open_browser(run: Run, stages: Stages) -> BrowserParts | None:
     is reaped now; Chromium itself starts with the first page), the recall of what the crawl
     captured, and with ``--qa`` the archive the checks replay from."""
     s = run.settings
-    if s.browser == "off" and not s.qa:
+    if not wants_browser(s, run.seed_rules) and not s.qa:
         return None
     # imported here: a static crawl does not load the browser stage at all
     from archiver.browser.exchange import MAX_FULFILL_BODY  # noqa: PLC0415
@@ -353,7 +382,6 @@ async def open_browser(run: Run, stages: Stages) -> BrowserParts | None:
     return BrowserParts(
         pool,
         recall,
-        s.browser,
         MAX_FULFILL_BODY,
         references=s.qa,
         checks=checks,
@@ -413,23 +441,41 @@ def run_writer_config(run: Run) -> WriterConfig:
 def seed_items(
     run: Run, sitemaps: SitemapPolicy, seeds: tuple[str, ...] | list[str] | None = None
 ) -> list[CrawlItem]:
-    """What the crawl starts from: the seeds (the run's, or a later batch of its seeds file),
-    then the sitemaps they imply."""
+    """What the crawl starts from: the seeds (the run's, or a later batch of its seeds file;
+    each judged by its own rules), then the sitemaps they imply."""
     seeds = run.seeds if seeds is None else seeds
-    items = [CrawlItem(url=seed, redirects_left=run.settings.max_redirects) for seed in seeds]
+    redirects = run.settings.max_redirects
+    items = [CrawlItem(url=url, redirects_left=redirects, seed=seed_key(url)) for url in seeds]
     return items + sitemaps.start_items(seeds)
 
 
-async def more_seeds(run: Run, stages: Stages, seeds: list[str]) -> None:
+async def more_seeds(run: Run, stages: Stages, seeds: list[Seed]) -> None:
     """A later batch of the seeds file (:mod:`archiver.run.seeds`), taken in as the run's
-    first seeds were: their hosts and directories in scope, their addresses allowed by the
-    SSRF guard, then queued with the sitemaps they imply. (Credential headers stay with the
-    hosts of the seeds known at the start and ``--credential-host``.)"""
+    first seeds were: their rules kept in the frontier's seed store (for the crawl's other
+    processes and later runs), their sites in scope, their addresses allowed by the SSRF
+    guard, then queued with the sitemaps they imply. (Credential headers stay with the hosts
+    of the seeds known at the start and ``--credential-host``; the browser is started for the
+    seeds known at the start, or for ``--qa``: without it, a later seed's ``browser`` is
+    logged and left aside.)"""
     assert stages.scope is not None and stages.pipeline is not None
+    own = {seed.key: seed.spec for seed in seeds if seed.spec is not None}
+    if own:
+        await stages.seed_store.keep_seeds(own)
     stages.scope.add_seeds(seeds)
+    urls = [seed.url for seed in seeds]
     if stages.addresses is not None:
-        await allow_seed_addresses(stages.addresses, run.settings, seeds, stages.seed_hosts)
-    await stages.pipeline.put(seed_items(run, stages.sitemaps, seeds))
+        await allow_seed_addresses(stages.addresses, run.settings, urls, stages.seed_hosts)
+    if stages.browser is None:
+        for seed in seeds:
+            if seed.rules.browser != "off":
+                stages.log.warning(
+                    "seed-browser-off",
+                    seed=seed.url,
+                    browser=seed.rules.browser,
+                    note="the browser starts for the seeds known at the start only; "
+                    "this seed is fetched without it",
+                )
+    await stages.pipeline.put(seed_items(run, stages.sitemaps, urls))
 
 
 __all__ = [

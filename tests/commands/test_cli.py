@@ -131,17 +131,21 @@ def subparsers() -> dict[str, argparse.ArgumentParser]:
 def test_every_subcommand_has_help(capsys: pytest.CaptureFixture[str]) -> None:
     names = sorted(subparsers())
     assert names == [
+        "add",
         "crawl",
         "ignore",
         "index",
         "keygen",
         "login",
         "patch",
+        "pause",
         "qa",
+        "queue",
         "rebuild-frontier",
         "replay",
         "report",
         "serve-sample",
+        "unpause",
         "verify",
         "version",
         "wacz",

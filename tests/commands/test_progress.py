@@ -106,6 +106,18 @@ def test_panel_shows_what_the_issue_asks_for() -> None:
         assert expected in text, (expected, text)
 
 
+def test_panel_says_paused_and_stopping() -> None:
+    """The operator's pause (DIR/paused) shows in the panel's head; stopping outranks it."""
+    for snapshot, state in (
+        (dataclasses.replace(SNAPSHOT, paused=True), "paused http://example.org/"),
+        (dataclasses.replace(SNAPSHOT, paused=True, stopping=True), "stopping… http://"),
+    ):
+        console = Console(record=True, width=120, file=io.StringIO(), force_terminal=True)
+        console.print(render_snapshot(snapshot, title="http://example.org/"))
+        text = console.export_text()
+        assert state in text and "crawling" not in text, text
+
+
 def test_the_replay_check_is_shown_live_read_back_and_summed() -> None:
     """``--qa``: the panel's replay row; a process's stats line carries the figures, which the
     supervisor reads back and adds up; the end-of-crawl table has them."""

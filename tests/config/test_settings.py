@@ -59,3 +59,15 @@ def test_default_config_is_generated_and_current() -> None:
 def test_example_config_loads() -> None:
     settings = load_settings(REPO_ROOT / "config" / "example.toml")
     assert settings.seeds and settings.scope == "domain" and settings.heritrix_log
+
+
+def test_a_toml_boolean_answers_an_on_off_choice(tmp_path: Path) -> None:
+    """TOML has booleans: ``sitemaps = false`` means ``off``, as ``--sitemaps off`` does; a
+    choice without on/off still wants one of its words."""
+    config = tmp_path / "c.toml"
+    config.write_text("[scope]\nsitemaps = false\n[output]\nprogress = true\n")
+    settings = load_settings(config)
+    assert (settings.sitemaps, settings.progress) == ("off", "on")
+    config.write_text("[politeness]\nrobots = true\n")
+    with pytest.raises(SettingsError, match="must be one of obey, ignore"):
+        load_settings(config)

@@ -49,6 +49,7 @@ from archiver.models import (
     WrittenCapture,
 )
 from archiver.policy.politeness import Backoff, HostGate
+from archiver.policy.seeds import MemorySeedStore, SeedStore
 from tests.frontier.common import DONE, FakeClock, item
 from tests.support.redis_server import RedisServer
 
@@ -206,6 +207,7 @@ async def test_fifo_within_a_host_and_items_intact(h: Harness) -> None:
             extra=n % 3,
             found_by=("", "feed", "js-module")[n % 4 % 3],
             page=("", "http://a.example:8080/page")[n % 5 % 2],
+            seed=(n % 4) << 44,  # 0 (the crawl's own rules) and three seeds' keys
         )
         for n in range(30)
     ]
@@ -367,6 +369,39 @@ async def test_crawl_delay_from_robots_spaces_a_host(h: Harness) -> None:
     await h.advance(frontier, 0.1)
     assert (await asyncio.wait_for(waiting, WAIT)).item.url == "http://a.example/2"
     assert h.now() - started >= h.seconds(5)
+
+
+async def test_a_seed_delay_spaces_its_host_instead_of_the_crawls(h: Harness) -> None:
+    """Per-seed rules: a seed's ``per_host_delay`` spaces its hosts instead of the crawl's
+    delay, shorter (a.example) or longer (b.example); a host two seeds give delays keeps the
+    longest; another host keeps the crawl's delay."""
+    frontier = await h.make(concurrency=4, delay=h.seconds(10))
+    frontier.set_host_spacing("a.example", h.seconds(2))
+    frontier.set_host_spacing("b.example", h.seconds(1))
+    frontier.set_host_spacing("b.example", h.seconds(20))
+    frontier.set_host_spacing("b.example", h.seconds(3))  # the longest stays
+    await frontier.put_many([item("/1"), item("/2"), item("/1", "b.example")])
+    await frontier.put_many([item("/2", "b.example"), item("/1", "c.example")])
+    await frontier.put_many([item("/2", "c.example")])
+    started = h.now()
+    for _ in range(3):
+        await frontier.task_done(await asyncio.wait_for(frontier.get(), WAIT), DONE)
+    handed: dict[str, float] = {}
+    for _ in range(3):
+        getter = asyncio.create_task(frontier.get())
+        while not getter.done():
+            await h.advance(frontier, 0.5)
+            if not h.exact:
+                await asyncio.wait({getter}, timeout=h.seconds(0.5))
+        lease = getter.result()
+        handed[lease.host] = h.now() - started
+        await frontier.task_done(lease, DONE)
+    assert list(handed) == ["a.example", "c.example", "b.example"]  # 2, then 10, then 20
+    assert handed["a.example"] >= h.seconds(2)
+    assert handed["c.example"] >= h.seconds(10)
+    assert handed["b.example"] >= h.seconds(20)
+    if h.exact:
+        assert handed == {"a.example": 2.0, "c.example": 10.0, "b.example": 20.0}
 
 
 async def test_reserve_books_a_start_inside_a_lease(h: Harness) -> None:
@@ -583,3 +618,34 @@ async def test_the_captured_urls_of_every_backend(h: Harness, backend: Backend) 
     assert await captured.lookup(url) == RecordLocation("crawl-00001.warc.gz", 0, 89)
     assert await captured.lookup("http://a.example/static/other.js") is None
     await captured.close()
+
+
+async def test_the_seed_store_of_every_backend(
+    h: Harness, backend: Backend, request: pytest.FixtureRequest, tmp_path: Path
+) -> None:
+    """Seed key -> the seed's table of rules: what a resumed run, or another process of the
+    crawl, judges a queued URL by before it has read that seed itself (policy.seeds)."""
+    assert (backend.seeds is None) is (h.name == "memory")  # the crawler keeps those itself
+    store: SeedStore = backend.seeds or MemorySeedStore()
+    assert await store.seed_specs([1, 2]) == {}
+    await store.keep_seeds({1: '{"url": "http://a.example/", "max_depth": 2}'})
+    await store.keep_seeds({2 << 40: '{"url": "http://b.example/"}', 1: '{"url": "x"}'})
+    await store.keep_seeds({})
+    expected = {1: '{"url": "x"}', 2 << 40: '{"url": "http://b.example/"}'}  # a later one wins
+    assert await store.seed_specs([1, 2 << 40, 3]) == expected
+    if h.name == "memory":
+        return
+    # kept in the store itself: a second process (Redis) or the next run (SQLite) reads them
+    await backend.frontier.close()
+    redis = request.getfixturevalue("redis_server") if h.name == "redis" else None
+    config = config_for(h, tmp_path, redis)
+    if h.name == "redis":
+        assert isinstance(backend.frontier, RedisFrontier)
+        config = dataclasses.replace(config, crawl_id=backend.frontier.link.crawl_id)
+    again = open_backend(config)
+    await again.frontier.open()
+    try:
+        assert again.seeds is not None
+        assert await again.seeds.seed_specs([2 << 40, 1]) == expected
+    finally:
+        await again.frontier.close()

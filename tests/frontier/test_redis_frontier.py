@@ -153,6 +153,18 @@ async def drain(
 def test_items_round_trip() -> None:
     item = CrawlItem("http://a.test/é?q=1", redirects_left=3, depth=2, hops="LE", via="x", tries=1)
     assert decode_item(encode_item(item)) == item
+    # the fields added later are written only when one of them is not 0: what a process
+    # before them wrote (six fields, or seven with --extra-hops) reads back the same
+    assert encode_item(item).endswith(b',"x",1]')
+    for extra, seed in ((2, 0), (0, 1 << 47), (1, 5)):
+        varied = dataclasses.replace(item, extra=extra, seed=seed)
+        assert decode_item(encode_item(varied)) == varied
+    assert encode_item(dataclasses.replace(item, seed=5)).endswith(b',"x",1,0,"","",5]')
+    every = dataclasses.replace(item, found_by="feed", page="http://a.test/p", seed=7)
+    assert decode_item(encode_item(every)) == every
+    page_only = dataclasses.replace(item, page="http://a.test/p")
+    assert encode_item(page_only).endswith(b',"x",1,0,"","http://a.test/p"]')
+    assert decode_item(encode_item(page_only)) == page_only
 
 
 @pytest.mark.parametrize(
@@ -243,8 +255,9 @@ async def test_server_errors_count_as_host_failures(make: Factory, client: aiore
 def test_scripts_declare_their_arguments_and_calls_are_checked() -> None:
     assert set(SCRIPTS) == {
         "put", "claim", "ack", "release", "renew", "leave", "uncommit", "delay", "reserve",
-        "politeness",
+        "politeness", "spacing",
     }  # fmt: skip
+    assert SCRIPTS["spacing"].argv == ("conc", "host", "spacing")
     ack = SCRIPTS["ack"]
     assert ack.argv == (
         "conc", "max pause", "threshold", "first pause", "factor", "commits ttl"

@@ -23,7 +23,9 @@ from typing import Any
 import pytest
 
 from archiver.errors import FrontierError
-from archiver.frontier.sqlite import Bloom, SqliteFrontier, sql
+from archiver.frontier.listing import STATES
+from archiver.frontier.sqlite import Bloom, SqliteFrontier, codec, sql
+from archiver.frontier.sqlite.listing import SqliteView
 from archiver.models import (
     CrawlItem,
     Hop,
@@ -80,7 +82,11 @@ async def test_state_survives_close_and_open(tmp_path: Path) -> None:
     frontier = sqlite_frontier(db, wall_clock=lambda: wall[0])
     info = await frontier.open()
     assert (info.resumed, info.queued, info.done) == (False, 0, 0)
-    items = [item(f"/{n}", depth=n, hops="L" * n, via="http://a.example/") for n in range(8)]
+    # every field survives the disk, per-seed rules' seed and --extra-hops' count included
+    items = [
+        item(f"/{n}", depth=n, hops="L" * n, via="http://a.example/", extra=n % 2, seed=n << 40)
+        for n in range(8)
+    ]
     await frontier.put_many(items)
     done, retried, in_flight = [await frontier.get() for _ in range(3)]
     await frontier.task_done(done, DONE)
@@ -112,7 +118,7 @@ async def test_state_survives_close_and_open(tmp_path: Path) -> None:
 async def test_fifo_holds_across_window_refills(tmp_path: Path) -> None:
     frontier = sqlite_frontier(tmp_path / "f.sqlite", window=4, memory_items=6)
     await frontier.open()
-    a = [item(f"/{n}") for n in range(60)]
+    a = [item(f"/{n}", seed=n) for n in range(60)]  # refills read every column back
     b = [item(f"/{n}", host="b.example") for n in range(40)]
     for k in range(10):  # interleaved puts, like pages discovering links
         await frontier.put_many(a[k * 6 : k * 6 + 6] + b[k * 4 : k * 4 + 4])
@@ -468,24 +474,25 @@ def test_every_statement_of_the_sql_files_compiles_against_the_schema(tmp_path: 
     for statement in sql.schema_statements():
         conn.execute(statement)
     # the add-*-column statements upgrade a database written before their columns existed
-    upgrades = ("add-extra-column", "add-found-by-column", "add-page-column")
+    upgrades = ("add-extra-column", "add-found-by-column", "add-page-column", "add-seed-column")
     before = sqlite3.connect(tmp_path / "old.sqlite")
     before.execute("CREATE TABLE urls (id INTEGER PRIMARY KEY)")
     for name in upgrades:
         before.execute(sql.QUERIES[name])
     columns = [row[1] for row in before.execute("PRAGMA table_info(urls)")]
-    assert columns == ["id", "extra", "found_by", "page"]
+    assert columns == ["id", "extra", "found_by", "page", "seed"]
     before.close()
     sized = {
         "host-insert": {"rows": sql.values(2, 2)},
         "url-seen": {"marks": sql.marks(2)},
-        "url-insert": {"rows": sql.values(2, 12)},
+        "url-insert": {"rows": sql.values(2, codec.URL_COLUMN_COUNT)},
         "url-update": {"sets": "state = v.column2", "rows": sql.values(2, 2)},
         "capture-insert": {"rows": sql.values(2, 4)},
         "digest-insert": {"rows": sql.values(2, 4)},
         "digest-get": {"marks": sql.marks(2)},
         "refill": {"parts": " UNION ALL ".join([sql.QUERIES["refill-part"]] * 2)},
         "windowed": {"marks": sql.marks(2)},
+        "list-urls": {"marks": sql.marks(2)},
     }
     assert set(sized) <= set(sql.QUERIES)
     for name, statement in sql.QUERIES.items():
@@ -502,3 +509,45 @@ def test_the_queries_file_names_each_statement_once() -> None:
     assert sql.parse_queries(text) == {"one": "SELECT 1", "two": "SELECT 0"}
     with pytest.raises(ValueError, match="names 'one' twice"):
         sql.parse_queries(text + "-- name: one\nSELECT 2\n")
+
+
+def test_a_listing_reads_the_database_as_it_goes(tmp_path: Path) -> None:
+    """``archiver queue`` over 200,000 URLs: the counts are the table's, every URL comes out,
+    and the heap holds a page of rows at a time (a list of the URLs would take ~25 MB)."""
+    db = tmp_path / "f.sqlite"
+    conn = sqlite3.connect(db)
+    for statement in sql.schema_statements():
+        conn.execute(statement)
+    conn.execute("INSERT INTO hosts VALUES (1, 'a.example')")
+    states = (codec.QUEUED, codec.WINDOWED, codec.DONE, codec.FAILED, codec.WAITING)
+    conn.executemany(
+        "INSERT INTO urls (url, host, state, seq, tries, redirects_left, depth, hops) "
+        "VALUES (?, 1, ?, ?, 0, 10, 1, 'L')",
+        (
+            (f"http://a.example/section/{n // 1000}/page-{n}.html", states[n % 5], n)
+            for n in range(200_000)
+        ),
+    )
+    conn.commit()
+    conn.close()
+    view = SqliteView(db)
+    try:
+        counts = view.counts()
+        assert (counts.queued, counts.done, counts.failed, counts.in_flight) == (
+            120_000,
+            40_000,
+            40_000,
+            0,
+        )
+        tracemalloc.start()
+        try:
+            seen = collections.Counter(state for state, _ in view.urls(STATES))
+            _, peak = tracemalloc.get_traced_memory()
+        finally:
+            tracemalloc.stop()
+        assert seen == {"queued": 120_000, "done": 40_000, "failed": 40_000}
+        assert peak < 2_000_000, f"peak traced memory {peak / 1e6:.1f} MB"
+        first = next(iter(view.urls(["failed"])))
+        assert first == ("failed", "http://a.example/section/0/page-3.html")  # id order
+    finally:
+        view.close()

@@ -394,6 +394,10 @@ def test_a_login_check_url_vouches_for_every_page_where_no_rule_can_see(tmp_path
     assert summary["status"] == "completed" and len(summary["runs"]) == len(runs) + 1
     assert summary["captures"] == sum(captured(out).values()), summary["captures"]
     assert summary["pages"] == len(site.members_paths()), summary["pages"]
+    # the seed's counts leave the withdrawn captures too: they add up to the crawl's
+    by_seed = summary["by_seed"]
+    assert sum(row["captures"] for row in by_seed) == summary["captures"], by_seed
+    assert sum(row["pages"] for row in by_seed) == summary["pages"], by_seed
     assert listed_pages(out) == collections.Counter(site.url(p) for p in site.members_paths())
 
 

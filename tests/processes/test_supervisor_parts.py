@@ -9,9 +9,9 @@ from pathlib import Path
 
 import pytest
 
-from archiver.config.settings import Settings, load_settings
+from archiver.config.settings import SeedEntry, Settings, load_settings
 from archiver.errors import OutputExistsError, SettingsError
-from archiver.processes.supervisor import child_message, read_child_message, share
+from archiver.processes.supervisor import child_message, read_child_message, share, shared_seed
 from archiver.run.crawler import Crawler
 from archiver.run.output import Layout, prepare, write_status
 from tests.conftest import fast_settings
@@ -25,6 +25,15 @@ def test_budgets_are_shared_out_and_never_zero() -> None:
     assert sum(share(1001, 4, n) or 0 for n in range(4)) == 1001
     assert [share(1, 2, n) for n in range(2)] == [1, 1]  # 0 would mean "no limit"
     assert share(None, 2, 0) is None
+
+
+def test_a_seeds_page_budget_is_shared_out_like_the_crawls() -> None:
+    entry = SeedEntry("http://a.test/", (("max_depth", 2), ("max_pages", 10)))
+    parts = [shared_seed(entry, 3, n) for n in range(3)]
+    assert [dict(p.own)["max_pages"] for p in parts] == [4, 3, 3]
+    assert all(dict(p.own)["max_depth"] == 2 and p.url == entry.url for p in parts)
+    unlimited = SeedEntry("http://b.test/", (("max_pages", None),))
+    assert shared_seed(unlimited, 2, 1) == unlimited
 
 
 def test_the_settings_reach_a_crawler_process_whole(tmp_path: Path) -> None:

@@ -12,6 +12,7 @@ from archiver.run.stats import (
     BrowserSnapshot,
     BrowserSummary,
     Largest,
+    SeedFigures,
     Snapshot,
     Summary,
 )
@@ -42,6 +43,7 @@ SUMMARY_FIELDS = [
     "extractors",
     "largest",
     "captures_over_time",
+    "by_seed",
     "status",
     "reason",
     "output",
@@ -83,6 +85,7 @@ SNAPSHOT_FIELDS = {
     "by_host",
     "stopping",
     "dedup_bytes_saved",
+    "paused",
 }
 
 
@@ -102,6 +105,11 @@ async def test_a_crawls_figures_keep_their_json_shape(tmp_path: Path, site: Site
     summary = Summary.from_json(written)
     assert summary.to_json() == written, "read back, written again: the same object"
     assert (summary.captures, summary.status, summary.seeds) == (3, "completed", (site.url("/"),))
+    # one seed, named by its URL: its leases' pages, captures and outcomes (the 404 is done)
+    assert written["pages"] == 2
+    assert written["by_seed"] == [
+        {"seed": site.url("/"), "pages": 2, "captures": 3, "done": 3, "failed": 0, "skipped": 0}
+    ]
     assert summary.seeds_count == 1
     assert [(run.status, run.captures) for run in summary.runs] == [("completed", 3)]
     snapshot = crawler.snapshot().to_json()
@@ -209,6 +217,27 @@ def test_summaries_merge_on_the_supervisors_clock() -> None:
     assert merged.robots == {"fetches": 3}
     assert merged.extractors == {"feed": {"queued": 8, "4xx": 2}, "html": {"queued": 5, "4xx": 1}}
     assert Summary.merged([(0.0, killed)], started=0.0, duration=1.0).robots is None
+
+
+def test_a_resumed_crawls_summary_counts_each_seed_across_its_runs() -> None:
+    """``by_seed`` describes the whole crawl, as its other counts do: a seed's figures in the
+    run before a resume and in this one, added up (a seed only one run met keeps its row)."""
+    earlier = Summary(
+        started="2026-01-01T00:00:00Z",
+        captures=5,
+        by_seed=(SeedFigures("http://a/", 3, 4, 4, 0, 1), SeedFigures("http://b/", 1, 1, 1)),
+    )
+    this = Summary(
+        started="2026-01-01T01:00:00Z",
+        captures=3,
+        by_seed=(SeedFigures("http://a/", 2, 3, 2, 1, 0),),
+    )
+    whole = this.across_runs(earlier)
+    assert whole.by_seed == (
+        SeedFigures("http://a/", 5, 7, 6, 1, 1),
+        SeedFigures("http://b/", 1, 1, 1, 0, 0),
+    )
+    assert whole.captures == 8
 
 
 def test_an_ended_run_stays_in_the_live_figures() -> None:

@@ -13,7 +13,8 @@ replica set with failover) is supported, not Cluster::
     P:seen          HASH    url-key -> q (pending: queued, waiting or leased) | d | f | s
     P:q:HOST        LIST    queued items of one host, FIFO (codec: url-key + item JSON)
     P:ready         ZSET    hosts with queued items and a free slot -> when they may start
-    P:host:HOST     HASH    n (in flight), last, next (spacing), pause, delay, fails
+    P:host:HOST     HASH    n (in flight), last, next (spacing), pause, delay (Crawl-delay),
+                            spacing (a seed's per_host_delay), fails
     P:delayed       ZSET    "HOST\\0item" -> due time of a RETRY
     P:leases        ZSET    token -> lease deadline
     P:lease         HASH    token -> "owner\\0HOST\\0item"
@@ -27,6 +28,7 @@ replica set with failover) is supported, not Cluster::
     P:robots:ORIGIN STRING  a robots.txt with status and fetch time, 24 h TTL  (services.py)
     P:cookies       HASH    cookie identity -> its cookies.txt line (the jar) (services.py)
     P:cookies:v     STRING  bumped after every change of P:cookies (services.py)
+    P:seeds         HASH    seed key -> the seed's table of rules (JSON)  (services.py)
 
 Every state change is a Lua script (``scripts/*.lua``, loaded by :mod:`.lua`), atomic across
 processes; each checks ``P:meta`` first and reads the time from Redis, so politeness and lease
@@ -80,6 +82,7 @@ from archiver.frontier.redis.services import (
     RedisDigestIndex,
     RedisMediaBytes,
     RedisRobotsCache,
+    RedisSeedStore,
 )
 
 __all__ = [
@@ -94,6 +97,7 @@ __all__ = [
     "RedisPoliteness",
     "RedisQueue",
     "RedisRobotsCache",
+    "RedisSeedStore",
     "decode_item",
     "encode_item",
     "url_key",

@@ -36,17 +36,21 @@ def url_key(url: str) -> bytes:
 
 
 def item_json(item: CrawlItem) -> bytes:
-    """``[url, redirects_left, depth, hops, via, tries]``, then ``extra``, ``found_by`` and
-    ``page`` only when they are set (each written when one after it is): items written before
-    they existed read back unchanged."""
+    """``[url, redirects_left, depth, hops, via, tries]``, then ``extra`` (``--extra-hops``),
+    ``found_by`` (the extractor), ``page`` (a requisite's page) and ``seed`` (per-seed rules),
+    each only when it or one after it is set: items written before they existed read back
+    unchanged, and an item of a seed, of the crawl's own rules, found by no named extractor
+    costs no byte more."""
     fields: list[object] = [item.url, item.redirects_left, item.depth, item.hops, item.via]
     fields.append(item.tries)
-    if item.extra or item.found_by or item.page:
+    if item.extra or item.found_by or item.page or item.seed:
         fields.append(item.extra)
-    if item.found_by or item.page:
+    if item.found_by or item.page or item.seed:
         fields.append(item.found_by)
-    if item.page:
+    if item.page or item.seed:
         fields.append(item.page)
+    if item.seed:
+        fields.append(item.seed)
     body = json.dumps(fields, separators=(",", ":"), ensure_ascii=False)
     return body.encode("utf-8")
 
@@ -68,6 +72,7 @@ def decode_item(data: bytes) -> CrawlItem:
         extra=rest[0] if rest else 0,
         found_by=rest[1] if len(rest) > 1 else "",
         page=rest[2] if len(rest) > 2 else "",
+        seed=rest[3] if len(rest) > 3 else 0,
     )
 
 

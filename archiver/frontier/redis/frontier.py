@@ -32,6 +32,7 @@ from archiver.frontier.redis.services import (
     RedisDigestIndex,
     RedisMediaBytes,
     RedisRobotsCache,
+    RedisSeedStore,
 )
 from archiver.models import ResumeInfo
 from archiver.policy.politeness import HostGate
@@ -190,6 +191,9 @@ class RedisFrontier(RedisQueue):
     def set_host_delay(self, host: str, seconds: float) -> None:
         self.politeness.set_host_delay(host, seconds)
 
+    def set_host_spacing(self, host: str, seconds: float) -> None:
+        self.politeness.set_host_spacing(host, seconds)
+
     def set_politeness(self, delay: float, concurrency: int) -> None:
         self.politeness.set_politeness(delay, concurrency)
 
@@ -244,6 +248,10 @@ class RedisFrontier(RedisQueue):
 
     def cookie_store(self) -> RedisCookieStore:
         return RedisCookieStore(self.pump)
+
+    def seed_store(self) -> RedisSeedStore:
+        """The rules of the seeds that have their own, shared by every process."""
+        return RedisSeedStore(self.pump)
 
     def robots_cache(self) -> RedisRobotsCache:
         """The crawl's robots.txt cache, on this frontier's connection."""

@@ -29,6 +29,7 @@ NAMES = (
     "delay",
     "reserve",
     "politeness",
+    "spacing",
 )
 
 

@@ -33,6 +33,13 @@ class RedisPoliteness:
         delay = min(seconds, gate.max_crawl_delay)  # claims space by the longer of it and ours
         self._pump.push(ScriptCall("delay", (gate.concurrency, host, repr(delay))), urgent=True)
 
+    def set_host_spacing(self, host: str, seconds: float) -> None:
+        """A seed's delay for ``host``, for every process (``scripts/spacing.lua`` keeps the
+        longest in ``P:host:HOST``, which claims read)."""
+        gate = self._gate
+        gate.set_spacing(host, seconds)  # this process's mirror, for ``reserve``
+        self._pump.push(ScriptCall("spacing", (gate.concurrency, host, repr(seconds))), urgent=True)
+
     def set_politeness(self, delay: float, concurrency: int) -> None:
         """New per-host delay and concurrency for every process of the crawl.
 

@@ -1,21 +1,24 @@
 """What the processes of a shared crawl share besides the queue: payload digests (revisits across
 processes, WARC 1.1 section 6.7.2), the URLs captured (a browser's requests answered from any
 process's records), robots.txt fetches (RFC 9309 section 2.4 caching), the cookie jar (RFC
-6265: one user agent's cookies, whichever process received them) and the media bytes each
-page's requisites took (one per-page budget, whichever process fetched them).
+6265: one user agent's cookies, whichever process received them), the media bytes each page's
+requisites took (one per-page budget, whichever process fetched them) and the rules of the
+seeds that have their own (a URL one process queued is judged by its seed's rules in every
+other).
 
 Each satisfies the protocol of the stage that uses it structurally
 (:class:`archiver.dedup.digests.DigestIndex`, :class:`archiver.dedup.captured.CapturedUrls`,
-:class:`archiver.policy.robots.RobotsCache`, :class:`archiver.fetch.cookies.CookieStore`): the
-frontier does not import those stages. The digests, the captured URLs and the cookie jar ride
-the frontier's :class:`~.pump.Pump` (one pipelined round trip for everything pending); the
-robots.txt cache uses the connection directly (its values are large and rare).
+:class:`archiver.policy.robots.RobotsCache`, :class:`archiver.fetch.cookies.CookieStore`,
+:class:`archiver.policy.seeds.SeedStore`): the frontier does not import those stages. The
+digests, the captured URLs, the cookie jar and the seeds ride the frontier's
+:class:`~.pump.Pump` (one pipelined round trip for everything pending); the robots.txt cache
+uses the connection directly (its values are large and rare).
 """
 
 from __future__ import annotations
 
 import json
-from collections.abc import Mapping
+from collections.abc import Collection, Mapping
 from typing import cast
 
 import redis.asyncio as aioredis
@@ -176,3 +179,29 @@ class RedisCookieStore:
 
 def _text(value: bytes | str) -> str:
     return value.decode("utf-8") if isinstance(value, bytes) else value
+
+
+class RedisSeedStore:
+    """Seed key -> the seed's table of rules (JSON text), in ``P:seeds``. A process keeps its
+    seeds before it queues their URLs, and waits for the write: any process that leases one of
+    those URLs then finds the rules."""
+
+    def __init__(self, pump: Pump) -> None:
+        self._pump = pump
+        self._key = pump.link.key("seeds")
+
+    async def keep_seeds(self, specs: Mapping[int, str]) -> None:
+        if specs:
+            pairs = [part for key, spec in specs.items() for part in (str(key), spec)]
+            await self._pump.ask("HSET", self._key, *pairs)
+
+    async def seed_specs(self, keys: Collection[int]) -> dict[int, str]:
+        wanted = list(keys)
+        if not wanted:
+            return {}
+        found = await self._pump.ask("HMGET", self._key, *map(str, wanted))
+        return {
+            key: raw.decode() if isinstance(raw, bytes) else str(raw)
+            for key, raw in zip(wanted, found, strict=True)
+            if raw is not None
+        }

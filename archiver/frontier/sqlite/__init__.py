@@ -53,7 +53,7 @@ the queue              :mod:`.queue`                               ``queue.py``
 host politeness        :mod:`archiver.frontier.local` (in-process) ``politeness.py``
 the capture ledger     :mod:`.ledger`                              ``ledger.py``
 what else it stores    :mod:`.services` (digests, captured URLs,   ``services.py``
-                       media bytes per page)
+                       media bytes per page, seeds' rules)
 items as stored        :mod:`.codec` (rows, states)                ``codec.py``
 the scripts            ``scripts/*.sql``, read by :mod:`.sql`      ``scripts/*.lua``, ``lua.py``
 the way to the store   :mod:`.store` (a thread, group commit),     ``pump.py`` (round trips),
@@ -74,6 +74,7 @@ from archiver.frontier.sqlite.services import (
     SqliteCapturedUrls,
     SqliteDigestIndex,
     SqliteMediaBytes,
+    SqliteSeedStore,
 )
 
 __all__ = [
@@ -85,6 +86,7 @@ __all__ = [
     "SqliteLedger",
     "SqliteMediaBytes",
     "SqliteQueue",
+    "SqliteSeedStore",
     "StoreStats",
     "read_identity",
     "write_identity",

@@ -34,8 +34,8 @@ STATES = {
 FINAL_STATE = {Outcome.DONE: DONE, Outcome.FAILED: FAILED, Outcome.SKIPPED: SKIPPED}
 
 #: Values per new URL row: url, host id, state, seq, tries, redirects_left, depth, hops, via,
-#: extra, found_by, page (the column list of ``url-insert``).
-URL_COLUMN_COUNT = 12
+#: extra, found_by, page, seed (the column list of ``url-insert``).
+URL_COLUMN_COUNT = 13
 
 
 def url_row(item: CrawlItem, host_id: int, state: int, seq: int) -> tuple[Any, ...]:
@@ -53,18 +53,21 @@ def url_row(item: CrawlItem, host_id: int, state: int, seq: int) -> tuple[Any, .
         item.extra,
         item.found_by,
         item.page,
+        item.seed,
     )
 
 
 def refilled_item(row: list[Any]) -> CrawlItem:
     """An item from a ``refill`` row: id, host, url, tries, redirects_left, depth, hops, via,
-    seq, extra, found_by, page."""
-    return CrawlItem(row[2], row[4], row[5], row[6], row[7], row[3], row[9], row[10], row[11])
+    seq, extra, found_by, page, seed."""
+    return CrawlItem(
+        row[2], row[4], row[5], row[6], row[7], row[3], row[9], row[10], row[11], row[12]
+    )
 
 
 def waiting_item(row: tuple[Any, ...]) -> tuple[CrawlItem, float]:
     """An item and its due time from a ``waiting`` row: url, tries, redirects_left, depth,
-    hops, via, not_before, extra, found_by, page."""
-    url, tries, redirects_left, depth, hops, via, not_before, extra, found_by, page = row
-    item = CrawlItem(url, redirects_left, depth, hops, via, tries, extra, found_by, page)
+    hops, via, not_before, extra, found_by, page, seed."""
+    url, tries, redirects_left, depth, hops, via, not_before, extra, found_by, page, seed = row
+    item = CrawlItem(url, redirects_left, depth, hops, via, tries, extra, found_by, page, seed)
     return item, float(not_before or 0.0)

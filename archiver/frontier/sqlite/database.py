@@ -222,6 +222,8 @@ class Database:
             x(Q["add-found-by-column"])
         if "page" not in columns:
             x(Q["add-page-column"])
+        if "seed" not in columns:
+            x(Q["add-seed-column"])
         row = x(Q["schema-version"]).fetchone()
         if row is None:
             x(Q["schema-version-set"], (str(SCHEMA_VERSION),))
@@ -450,6 +452,16 @@ class Database:
     def media_get(self, page: str) -> int:
         row = self._x(Q["media-get"], (page,)).fetchone()
         return 0 if row is None else int(row[0])
+
+    def seeds_add(self, specs: dict[int, str]) -> None:
+        """Keep seeds' tables of rules by key (``seeds``: a later table of a key replaces)."""
+        assert self.conn is not None
+        self.stats.statements += 1
+        self.conn.executemany(Q["seeds-add"], list(specs.items()))
+
+    def seeds_get(self, keys: list[int]) -> dict[int, str]:
+        row = self._x(Q["seeds-get"], (json.dumps(keys),)).fetchone()
+        return {int(key): str(spec) for key, spec in json.loads(row[0] or "[]")}
 
     def uncommit(self, arg: tuple[str, int]) -> dict[int, dict[int, int]]:
         """Re-queue the finished URLs whose captures in the file start at or after ``offset``.

@@ -25,6 +25,7 @@ from archiver.frontier.sqlite.services import (
     SqliteCapturedUrls,
     SqliteDigestIndex,
     SqliteMediaBytes,
+    SqliteSeedStore,
 )
 from archiver.frontier.sqlite.store import COMMIT_INTERVAL, Store
 from archiver.models import ResumeInfo
@@ -72,6 +73,7 @@ class SqliteFrontier(SqliteQueue):
         self._digests = SqliteDigestIndex(store)
         self._captured = SqliteCapturedUrls(store)
         self._media = SqliteMediaBytes(store)
+        self._seeds = SqliteSeedStore(store)
         self._opened = False
         self.open_seconds = 0.0
 
@@ -136,3 +138,7 @@ class SqliteFrontier(SqliteQueue):
     def media_bytes(self) -> SqliteMediaBytes:
         """The media bytes each page took, in this frontier's database (valid once open)."""
         return self._media
+
+    def seed_store(self) -> SqliteSeedStore:
+        """The rules of the seeds that have their own, in this frontier's database."""
+        return self._seeds

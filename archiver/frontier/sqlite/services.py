@@ -1,16 +1,20 @@
 """What else this crawl keeps in the SQLite frontier's database: payload digests (WARC 1.1
 section 6.7.2: what an identical-payload-digest revisit refers to), the URLs captured with
-their records' places (what a browser's requests are answered from) and the media bytes each
-page's requisites took (the per-page media budget).
+their records' places (what a browser's requests are answered from), the media bytes each
+page's requisites took (the per-page media budget) and the rules of the seeds that have their
+own (:mod:`archiver.policy.seeds`: what a resumed crawl judges the URLs it queued by).
 
 Within-crawl deduplication then survives a resume and costs no heap per entry. The classes
-satisfy :class:`archiver.dedup.digests.DigestIndex` and
-:class:`archiver.dedup.captured.CapturedUrls` structurally (the frontier does not import the
-dedup stage). Both queue their work on the frontier's :class:`~.store.Store`, in issue order
-with the frontier's own operations; the frontier owns the database and closes it.
+satisfy :class:`archiver.dedup.digests.DigestIndex`,
+:class:`archiver.dedup.captured.CapturedUrls` and :class:`archiver.policy.seeds.SeedStore`
+structurally (the frontier does not import those stages). Each queues its work on the
+frontier's :class:`~.store.Store`, in issue order with the frontier's own operations; the
+frontier owns the database and closes it.
 """
 
 from __future__ import annotations
+
+from collections.abc import Collection, Mapping
 
 from archiver.frontier.sqlite.bloom import MASK64, Bloom
 from archiver.frontier.sqlite.ops import CALL, DIGEST_ADD, DIGEST_GET
@@ -90,3 +94,22 @@ class SqliteMediaBytes:
     async def add(self, page: str, size: int) -> None:
         self._store.check()
         self._store.submit(CALL, (self._store.db.media_add, (page, size)))
+
+
+class SqliteSeedStore:
+    """Seed key -> the seed's table of rules (JSON text), in the ``seeds`` table; operations
+    of the frontier's store, in issue order: a seed kept before its URLs were queued is found
+    by whoever leases them."""
+
+    def __init__(self, store: Store) -> None:
+        self._store = store
+
+    async def keep_seeds(self, specs: Mapping[int, str]) -> None:
+        if specs:
+            self._store.check()
+            self._store.submit(CALL, (self._store.db.seeds_add, dict(specs)))
+
+    async def seed_specs(self, keys: Collection[int]) -> dict[int, str]:
+        self._store.check()
+        found: dict[int, str] = await self._store.run(self._store.db.seeds_get, list(keys))
+        return found

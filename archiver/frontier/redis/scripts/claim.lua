@@ -37,7 +37,7 @@ while want > 0 and rounds < ROUNDS do
   for _, host in ipairs(hosts) do
     local hk, qk = P .. 'host:' .. host, P .. 'q:' .. host
     while want > 0 do
-      local st = redis.call('HMGET', hk, 'n', 'next', 'pause', 'delay')
+      local st = redis.call('HMGET', hk, 'n', 'next', 'pause', 'delay', 'spacing')
       local n, nxt = tonumber(st[1]) or 0, tonumber(st[2]) or 0
       if n >= conc or math.max(nxt, tonumber(st[3]) or 0) > now then break end
       local item = redis.call('LPOP', qk)
@@ -48,8 +48,8 @@ while want > 0 and rounds < ROUNDS do
         redis.call('ZADD', P .. 'leases', now + timeout, tok)
         redis.call('HSET', P .. 'lease', tok, owner .. '\0' .. host .. '\0' .. item)
         local start = math.max(now, nxt)
-        -- the crawl's delay, or the host's Crawl-delay when that is longer
-        local spacing = math.max(tonumber(st[4]) or 0, delay)
+        -- the crawl's delay (or a seed's for the host), or its Crawl-delay when longer
+        local spacing = math.max(tonumber(st[4]) or 0, tonumber(st[5]) or delay)
         redis.call('HSET', hk, 'n', n + 1, 'last', start, 'next', start + spacing, 'booked', tok)
         out[#out + 1] = tok .. '\0' .. host .. '\0' .. item
         claimed = claimed + 1

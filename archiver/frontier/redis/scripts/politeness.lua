@@ -13,9 +13,10 @@ for _, v in ipairs(redis.call('HVALS', P .. 'lease')) do
     done[host] = true
     n = n + 1
     local hk = P .. 'host:' .. host
-    local st = redis.call('HMGET', hk, 'last', 'delay')
+    local st = redis.call('HMGET', hk, 'last', 'delay', 'spacing')
     if st[1] then
-      redis.call('HSET', hk, 'next', tonumber(st[1]) + math.max(tonumber(st[2]) or 0, delay))
+      local base = tonumber(st[3]) or delay  -- a seed's delay for the host stays
+      redis.call('HSET', hk, 'next', tonumber(st[1]) + math.max(tonumber(st[2]) or 0, base))
     end
     schedule(host, conc)
   end

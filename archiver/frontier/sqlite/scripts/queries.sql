@@ -16,6 +16,10 @@ ALTER TABLE urls ADD COLUMN found_by TEXT NOT NULL DEFAULT ''
 -- a database written before requisites named their page: each one's page is its via
 ALTER TABLE urls ADD COLUMN page TEXT NOT NULL DEFAULT ''
 
+-- name: add-seed-column
+-- a database written before per-seed rules: every item is judged by the crawl's own (0)
+ALTER TABLE urls ADD COLUMN seed INTEGER NOT NULL DEFAULT 0
+
 -- name: schema-version
 SELECT value FROM meta WHERE key = 'schema'
 
@@ -24,6 +28,11 @@ INSERT INTO meta VALUES ('schema', ?)
 
 -- name: state-counts
 SELECT state, count(*) FROM urls GROUP BY state
+
+-- name: list-urls
+-- archiver queue: the URLs in some states, in the order they were first queued ($marks: one
+-- placeholder per state)
+SELECT state, url FROM urls WHERE state IN ($marks) ORDER BY id
 
 -- name: open-requeue
 -- what a process held (leased, or in its memory window) is queued again when it reopens
@@ -40,7 +49,7 @@ SELECT max(seq) FROM urls
 
 -- name: waiting
 -- the columns of codec.waiting_item
-SELECT url, tries, redirects_left, depth, hops, via, not_before, extra, found_by, page
+SELECT url, tries, redirects_left, depth, hops, via, not_before, extra, found_by, page, seed
 FROM urls WHERE state = $WAITING ORDER BY seq
 
 -- name: seen-urls
@@ -65,7 +74,7 @@ SELECT json_group_array(url) FROM urls WHERE url IN ($marks)
 -- name: url-insert
 -- the columns of codec.url_row
 INSERT INTO urls (url, host, state, seq, tries, redirects_left, depth, hops, via, extra,
-found_by, page)
+found_by, page, seed)
 SELECT * FROM (VALUES $rows) WHERE column1 IS NOT NULL
 
 -- name: url-update
@@ -96,11 +105,11 @@ WHERE digest IN ($marks)
 -- one host's oldest queued URLs (the columns of codec.refilled_item); "refill" joins one part
 -- per host with UNION ALL
 SELECT * FROM (SELECT id, host, url, tries, redirects_left, depth, hops, via, seq, extra,
-found_by, page FROM urls WHERE host = ? AND state = $QUEUED ORDER BY seq LIMIT ?)
+found_by, page, seed FROM urls WHERE host = ? AND state = $QUEUED ORDER BY seq LIMIT ?)
 
 -- name: refill
 SELECT json_group_array(json_array(id, host, url, tries, redirects_left, depth, hops, via, seq,
-extra, found_by, page)) FROM ($parts)
+extra, found_by, page, seed)) FROM ($parts)
 
 -- name: windowed
 UPDATE urls SET state = $WINDOWED WHERE id IN ($marks)
@@ -120,6 +129,14 @@ ON CONFLICT (page) DO UPDATE SET bytes = bytes + excluded.bytes
 
 -- name: media-get
 SELECT bytes FROM media_bytes WHERE page = ?
+
+-- name: seeds-add
+-- one row per seed (executemany: seeds are few, and kept once per run)
+INSERT OR REPLACE INTO seeds (key, spec) VALUES (?, ?)
+
+-- name: seeds-get
+SELECT json_group_array(json_array(key, spec)) FROM seeds
+WHERE key IN (SELECT value FROM json_each(?))
 
 -- name: uncommit-urls
 SELECT DISTINCT url FROM captures WHERE file = ? AND start >= ?

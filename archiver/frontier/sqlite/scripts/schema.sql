@@ -19,7 +19,8 @@ CREATE TABLE IF NOT EXISTS urls (
     reason TEXT,
     extra INTEGER NOT NULL DEFAULT 0,  -- pages outside the scope since the last one inside
     found_by TEXT NOT NULL DEFAULT '', -- the extractor that found the URL
-    page TEXT NOT NULL DEFAULT ''      -- a requisite's page, when it is not its via
+    page TEXT NOT NULL DEFAULT '',     -- a requisite's page, when it is not its via
+    seed INTEGER NOT NULL DEFAULT 0    -- the seed whose rules judge it (0: the crawl's own)
 );
 -- the queue of each host in FIFO order: state 0 is QUEUED (codec.py)
 CREATE INDEX IF NOT EXISTS urls_queue ON urls (host, seq) WHERE state = 0;
@@ -45,3 +46,7 @@ CREATE TABLE IF NOT EXISTS media_bytes (
     page TEXT PRIMARY KEY,             -- a page whose requisites include media
     bytes INTEGER NOT NULL             -- the media bytes captured for it so far
 ) WITHOUT ROWID;
+CREATE TABLE IF NOT EXISTS seeds (
+    key INTEGER PRIMARY KEY,           -- archiver.policy.seeds.seed_key of the seed's URL
+    spec TEXT NOT NULL                 -- its table of rules, as given (JSON)
+);
