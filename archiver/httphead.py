@@ -107,8 +107,10 @@ def parse_fields(lines: list[bytes]) -> Fields:
         if not line:
             continue
         if line[0] in (32, 9) and fields:  # obs-fold (RFC 9112 section 5.2)
+            # the fold becomes one space of the value, whose leading and trailing whitespace
+            # is no part of it (section 5): a value that starts on the next line has no space
             name, value = fields[-1]
-            fields[-1] = (name, value + b" " + line.strip())
+            fields[-1] = (name, b" ".join(part for part in (value, line.strip()) if part))
             continue
         name, sep, value = line.partition(b":")
         if not sep:

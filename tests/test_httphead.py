@@ -55,6 +55,14 @@ def test_folded_lines_join_the_field_before_them_with_one_space() -> None:
     assert head.fields == [(b"X-Long", b"first second third"), (b"Next", b"1")]
 
 
+def test_a_value_that_starts_on_a_folded_line_has_no_leading_space() -> None:
+    """Found by the response fuzz target: ``Content-Length:`` folded onto `` 4`` is 4, as h11
+    reads it, not an invalid `` 4``."""
+    head = parse_response_head(b"HTTP/1.1 200 OK\r\nContent-Length:\r\n 4\r\n\r\n")
+    assert head is not None
+    assert head.fields == [(b"Content-Length", b"4")]
+
+
 def test_duplicate_fields_keep_their_order_and_case() -> None:
     head = parse_response_head(
         b"HTTP/1.1 200 OK\r\nSet-Cookie: a=1\r\nset-cookie: b=2\r\n"
