@@ -153,7 +153,9 @@ def _media(text: str, collect: Collector, limits: MediaLimits) -> tuple[float, b
     budget = limits.seconds_for(None)
     seconds = 0.0
     duration: float | None = None  # the EXTINF before the next URI: None when there is none
-    pending: list[str] = []  # maps and keys, listed with the first segment they apply to
+    # maps and keys, listed with the first segment they apply to; a later tag of the same kind
+    # (a key of the same KEYFORMAT) replaces one no segment used (RFC 8216 4.3.2.4, 4.3.2.5)
+    pending: dict[str, str | None] = {}
     for line in _lines(text):
         if line.startswith("#"):
             tag, _, rest = line.partition(":")
@@ -166,9 +168,10 @@ def _media(text: str, collect: Collector, limits: MediaLimits) -> tuple[float, b
             elif tag in ("#EXT-X-MAP", "#EXT-X-KEY"):
                 attrs = attributes(rest)
                 uri = attrs.get("URI")
+                slot = tag if tag == "#EXT-X-MAP" else tag + attrs.get("KEYFORMAT", "identity")
                 # skd: is a FairPlay key id, no URL; METHOD=NONE names no key (4.3.2.4)
-                if uri and not uri.startswith("skd:") and attrs.get("METHOD") != "NONE":
-                    pending.append(uri)
+                usable = uri and not uri.startswith("skd:") and attrs.get("METHOD") != "NONE"
+                pending[slot] = uri if usable else None
             continue
         if duration is None:
             continue  # a URI without its EXTINF is no media segment (section 4.3.2.1)
@@ -176,8 +179,9 @@ def _media(text: str, collect: Collector, limits: MediaLimits) -> tuple[float, b
             return seconds, True
         seconds += duration
         duration = None
-        for uri in pending:
-            collect.requisite(uri)
+        for uri in pending.values():
+            if uri:
+                collect.requisite(uri)
         pending.clear()
         collect.requisite(line)
         if collect.truncated:

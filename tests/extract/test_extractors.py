@@ -435,6 +435,16 @@ def test_hls_not_a_playlist_and_attribute_lists() -> None:
     # a key of no segment (after the last one), and METHOD=NONE, name nothing to fetch
     keys = b'#EXTM3U\n#EXT-X-KEY:METHOD=NONE,URI="n.key"\n#EXTINF:1,\na.ts\n#EXT-X-KEY:URI="z"\n'
     assert list(extract_hls(keys, f"{E}/x.m3u8").links.requisites) == [f"{E}/a.ts"]
+    # a key replaced before any segment used it is no requisite; keys of other KEYFORMATs are
+    replaced = (
+        b'#EXTM3U\n#EXT-X-KEY:METHOD=AES-128,URI="k1.key"\n'
+        b'#EXT-X-KEY:METHOD=SAMPLE-AES,URI="skd://fairplay"\n#EXTINF:3,\na.ts\n'
+        b'#EXT-X-KEY:METHOD=AES-128,URI="k2.key"\n'
+        b'#EXT-X-KEY:METHOD=SAMPLE-AES,KEYFORMAT="com.example",URI="w.key"\n#EXTINF:3,\nb.ts\n'
+    )
+    assert [u.rsplit("/", 1)[1] for u in extract_hls(replaced, f"{E}/x.m3u8").links.requisites] == [
+        "a.ts", "k2.key", "w.key", "b.ts",
+    ]  # fmt: skip
     assert attributes('A=1,B="x,y",C=0x1F,D=') == {"A": "1", "B": "x,y", "C": "0x1F", "D": ""}
 
 

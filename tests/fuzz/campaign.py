@@ -56,6 +56,7 @@ def run_target(
     work: Path,
     rss_limit_mb: int = 2048,
     timeout: int = 10,
+    seed: int = 0,
     python: str = sys.executable,
 ) -> Result:
     """Fuzz one target for ``seconds`` and read libFuzzer's figures from its log."""
@@ -82,6 +83,7 @@ def run_target(
         f"-timeout={timeout}",
         f"-artifact_prefix={base}/",
         "-print_final_stats=1",
+        *([f"-seed={seed}"] if seed else []),
         *([f"-dict={dictionary}"] if target.dictionary else []),
         str(corpus),
         *([str(seeds)] if seeds.is_dir() else []),
@@ -113,6 +115,9 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--work", type=Path, default=ROOT / ".fuzz", help="corpora, logs, crashes")
     parser.add_argument("--rss-limit-mb", type=int, default=2048, help="memory per process")
     parser.add_argument("--timeout", type=int, default=10, help="seconds per input")
+    parser.add_argument(
+        "--seed", type=int, default=0, help="libFuzzer's seed (default 0: a new one each run)"
+    )
     parser.add_argument("--list", action="store_true", help="list the targets and their oracles")
     args = parser.parse_args(argv)
     if args.list:
@@ -130,6 +135,7 @@ def main(argv: list[str] | None = None) -> int:
             work=args.work.resolve(),
             rss_limit_mb=args.rss_limit_mb,
             timeout=args.timeout,
+            seed=args.seed,
         )
         print(result.line(), flush=True)
         for crash in result.crashes:

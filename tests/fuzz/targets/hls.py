@@ -63,6 +63,8 @@ def library_urls(text: str, max_bitrate: int) -> set[str] | None:
                 default = next((m for m in members if m.default == "YES"), members[0])
                 refs.append(default.uri)
         refs += [k.uri for k in playlist.session_keys if k is not None and k.uri]
+    elif "KEYFORMAT" in text:
+        return None  # m3u8 keeps one key per segment; RFC 8216 4.3.2.4 one per KEYFORMAT
     else:
         for segment in playlist.segments:  # maps and keys as they apply to each segment
             refs.append(segment.uri)
