@@ -69,7 +69,7 @@ def test_shell_blocks_every_line_continued_lines_joined_comments_cut() -> None:
         archiver crawl https://example.org/ --output crawls/day2 \\
             --dedup-from crawls/day1   # a comment
         # a comment line
-        $ curl -s 127.0.0.1:9100/metrics | grep '#x'
+        $ curl -s 127.0.0.1:9811/metrics | grep '#x'
         pip install pywb   # illustrative: another program, kept honest anyway
         ```
         """
@@ -79,7 +79,7 @@ def test_shell_blocks_every_line_continued_lines_joined_comments_cut() -> None:
             "archiver crawl https://example.org/ --output crawls/day2 --dedup-from crawls/day1",
             None,
         ),
-        (5, "curl -s 127.0.0.1:9100/metrics | grep '#x'", None),
+        (5, "curl -s 127.0.0.1:9811/metrics | grep '#x'", None),
         (6, "pip install pywb", "another program, kept honest anyway"),
     ]
 

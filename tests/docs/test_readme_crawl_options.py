@@ -43,9 +43,9 @@ PROXY = (
     "--no-proxy-for intranet.example"
 )
 PROXY_URL = "socks5h://user:pass@proxy.example:1080"
-STATUS = "archiver crawl https://example.org/ --status-port 9100"
-CURL = "curl -s 127.0.0.1:9100/metrics | grep archiver_captures"
-STATUS_PORT = 9100
+STATUS = "archiver crawl https://example.org/ --status-port 9811"
+CURL = "curl -s 127.0.0.1:9811/metrics | grep archiver_captures"
+STATUS_PORT = 9811
 PROCESSES = "archiver crawl https://example.org/ --output crawls/example --processes auto"
 REDIS = (
     "archiver crawl https://example.org/ --output crawls/example "
@@ -300,14 +300,14 @@ def test_proxy(examples: Examples) -> None:
 @documents(STATUS, CURL)
 def test_status_endpoint_read_with_curl(doc: DocShell, examples: Examples, tmp_path: Path) -> None:
     """While the crawl is held on a page, the documented curl line reads its captures so far;
-    the crawl then completes. Port 9100 is the README's: its machine-wide lock is held."""
+    the crawl then completes. Port 9811 is the README's: its machine-wide lock is held."""
     held = examples.held
     cwd = workdir(tmp_path)
     with fixed_port(STATUS_PORT):
         crawl = doc.start(STATUS, cwd=cwd, replace={EXAMPLE: held.site.url("/")})
         try:
             wait_for(held.entered, crawl)
-            read_until(crawl.stderr, r"status at http://127\.0\.0\.1:9100/")
+            read_until(crawl.stderr, r"status at http://127\.0\.0\.1:9811/")
             metrics = doc.run(CURL, cwd=cwd)
         finally:
             held.release.set()
