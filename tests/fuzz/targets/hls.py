@@ -24,18 +24,24 @@ from archiver.extract.media import MediaLimits, choose
 from tests.fuzz.harness import Bytes, Target, agree
 
 URL = "http://example.com/video/master.m3u8"
+_ATTRIBUTE = r'[A-Z-]+=(?:"[\w./:-]*"|[\w.-]+)'  # attributes are comma-separated (4.2)
 _PLAIN_LINE = re.compile(
     r"#EXTM3U|#EXT-X-(?:VERSION|TARGETDURATION|MEDIA-SEQUENCE|ENDLIST|PLAYLIST-TYPE)(?::\w+)?"
     r"|#EXTINF:\d{1,4}(?:\.\d{1,6})?,[\w ]*"
-    r'|#EXT-X-(?:STREAM-INF|MEDIA|KEY|MAP|SESSION-KEY):(?:[A-Z-]+=(?:"[\w./:-]*"|[\w.-]+),?)*'
+    rf"|#EXT-X-(?:STREAM-INF|MEDIA|KEY|MAP|SESSION-KEY):(?:{_ATTRIBUTE}(?:,{_ATTRIBUTE})*,?)?"
     r"|[\w][\w./-]{0,60}"
 )
+
+_UNQUOTED_URI = re.compile(r'URI=(?!")')
 
 
 def _plain(text: str) -> bool:
     lines = [line.strip() for line in text.split("\n") if line.strip()]
     return (
-        bool(lines) and lines[0] == "#EXTM3U" and all(_PLAIN_LINE.fullmatch(line) for line in lines)
+        bool(lines)
+        and lines[0] == "#EXTM3U"
+        and all(_PLAIN_LINE.fullmatch(line) for line in lines)
+        and not _UNQUOTED_URI.search(text)  # malformed: the extractor leaves it out, m3u8 reads it
     )
 
 
