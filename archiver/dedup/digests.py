@@ -2,8 +2,9 @@
 
 A capture whose payload digest was already stored (same crawl, any URL; or an earlier completed
 crawl's index) is written as an identical-payload-digest ``revisit`` (WARC 1.1 section 6.7.2).
-Entries are registered only after the original was written, so a revisit never points at data
-that might not exist.
+Entries are registered only after the original was written and the frontier committed its lease
+(:mod:`archiver.pipeline.recording`), so a revisit never points at data that might not exist,
+nor at a record a resume cuts.
 """
 
 from __future__ import annotations

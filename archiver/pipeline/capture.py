@@ -463,7 +463,9 @@ class Capturer:
         """The lease is abandoned uncommitted (the login session ended): what its captures
         added to the crawl's figures is taken back, as the next run's resume cuts them from
         the WARC files (:mod:`archiver.run.resume`); its seed's count of captures too, which
-        counted every record the lease kept (a screenshot's included)."""
+        counted every record the lease kept (a screenshot's included). No later capture may
+        be a revisit of a payload first stored by this lease (:mod:`.recording`)."""
+        self._shared.recorder.withdrawn(self._captures)
         stats = self._shared.context.stats
         for counted in self._counted:
             stats.withdraw(counted)
@@ -491,9 +493,10 @@ class Capturer:
 
     async def committed(self) -> None:
         """The frontier committed the lease: its WARC files may be sealed once no other
-        lease's captures are pending in them, and recall's store learns of its captures."""
+        lease's captures are pending in them, the digest index learns of the payloads it stored
+        first, and recall's store learns of its captures."""
         captures = self._captures
-        self._shared.recorder.committed(captures)
+        await self._shared.recorder.committed(captures)
         recall = self._shared.recall
         if recall is not None and captures:
             await recall.committed(captures)

@@ -2,9 +2,15 @@
 
 Which records: a server-not-modified ``revisit`` for a ``304`` to a conditional request (WARC 1.1
 section 6.7.3); an identical-payload-digest ``revisit`` when the payload was stored before, in
-this crawl or an earlier one (section 6.7.2); else a ``response`` and its ``request``. A digest is
-registered for later revisits only once its original was written, so a revisit never points at
-a record that might not exist.
+this crawl or an earlier one (section 6.7.2); else a ``response`` and its ``request``.
+
+A revisit must never point at a record that might not exist. A payload's original is known to
+later copies in this process once it is written, and goes to the crawl's digest index (kept
+across a resume, shared by a crawl's processes) only once the frontier committed the lease it
+belongs to: a resume cuts the captures of a lease never committed (a crash, a login session
+that ended: :mod:`archiver.run.resume`), and an index entry written before would have the
+resumed crawl write revisits of a record that is gone. A withdrawn lease's originals are
+forgotten at once.
 """
 
 from __future__ import annotations
@@ -50,11 +56,38 @@ class Recorder:
         self.uncommitted: collections.Counter[str] = collections.Counter()
         #: payload digests whose first copy is being written right now
         self._in_flight: dict[str, asyncio.Future[Original | None]] = {}
+        #: originals written whose lease is not committed yet: digest -> original, for this
+        #: process's later copies (the digest index learns them on commit)
+        self._unsettled: dict[str, Original] = {}
 
-    def committed(self, captures: list[WrittenCapture]) -> None:
-        """The lease these captures belong to was handed to the frontier."""
+    async def committed(self, captures: list[WrittenCapture]) -> None:
+        """The lease these captures belong to was handed to the frontier: the originals among
+        them go to the digest index."""
         for capture in captures:
             self.uncommitted[capture.filename] -= 1
+        for capture in captures:
+            digest, original = self._settle(capture)
+            if original is not None:
+                await self._dedup.add(digest, original)
+
+    def withdrawn(self, captures: list[WrittenCapture]) -> None:
+        """The lease these captures belong to is abandoned uncommitted (a resume cuts them):
+        no later copy may refer to the originals among them."""
+        for capture in captures:
+            self._settle(capture)
+
+    def _settle(self, capture: WrittenCapture) -> tuple[str, Original | None]:
+        """The capture's payload digest and, when it is an unsettled original, that original
+        (no longer unsettled)."""
+        primary = capture.primary
+        digest = primary.payload_digest if primary is not None else None
+        if primary is None or digest is None or primary.record_type != "response":
+            return "", None
+        original = self._unsettled.get(digest)
+        if original is None or original.record_id != primary.record_id:
+            return digest, None
+        del self._unsettled[digest]
+        return digest, original
 
     async def record(
         self, ex: Exchange, revalidation: Revalidation | None = None
@@ -74,6 +107,8 @@ class Recorder:
         if capture is None and self._dedupable(ex):
             in_flight = self._in_flight.get(digest)
             original = await asyncio.shield(in_flight) if in_flight else None
+            if original is None:
+                original = self._unsettled.get(digest)
             if original is None:
                 original = await self._dedup.lookup(digest)
             if original is not None:
@@ -109,7 +144,8 @@ class Recorder:
         digest: str,
         pending: asyncio.Future[Original | None] | None,
     ) -> WrittenCapture:
-        """Write, then register the payload's original for waiting and later copies."""
+        """Write, then register the payload's original for waiting and later copies (the
+        digest index learns it once its lease is committed: :meth:`committed`)."""
         try:
             written = await self._writer.write(capture)
             # not sealed (renamed from .open) until the frontier committed this capture
@@ -117,7 +153,7 @@ class Recorder:
             primary = written.primary
             if pending is not None and primary is not None:
                 original = Original(primary.record_id, primary.target_uri, primary.date)
-                await self._dedup.add(digest, original)
+                self._unsettled[digest] = original
                 pending.set_result(original)
         finally:
             if pending is not None:

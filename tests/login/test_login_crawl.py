@@ -579,3 +579,35 @@ def test_a_redis_crawls_processes_share_the_session_and_a_new_login_replaces_it(
     }
     assert len(before) >= 2 * (len(runs) - 1), before
     assert not [value for value in before for line in jar.values() if value in line]
+
+
+def test_a_browser_crawl_resumed_after_a_failed_login_check_captures_each_url_once(
+    tmp_path: Path,
+) -> None:
+    """In the browser, with a --login-check URL and no rule: the session ends mid-crawl, and
+    the page whose capture the failed check did not vouch for is cut on resume. Its payload was
+    stored first by that cut capture: the resumed crawl must store it again, not write a
+    revisit of a record that is gone (which the browser, loading the page, could not read back
+    either, and fetched once more). Across the runs every URL is in the archive once, and every
+    revisit refers to a record the archive holds."""
+    out, profile = tmp_path / "crawl", tmp_path / "profile"
+    with LoginSite(password=made_up_password(), expire_after=8).running_in_thread() as site:
+        script = login_script(tmp_path, site)
+        command = [
+            "crawl", site.url("/members/"), "-o", str(out), "--profile", str(profile),
+            "--browser", "all", "--login-check", site.url("/api/me"), "--workers", "2", *FAST,
+        ]  # fmt: skip
+        runs = resume_until_done(command, script, site, profile)
+    assert len(runs) >= 2, [run.stderr for run in runs]
+    assert "\nTraceback" not in "".join(run.stderr for run in runs)
+    per_url = collections.Counter(record.uri for record in responses(out / "warcs"))
+    assert {uri: n for uri, n in per_url.items() if n != 1} == {}, per_url
+    records = read_records(out / "warcs")
+    ids = {record.get("WARC-Record-ID") for record in records}
+    refers = [record.get("WARC-Refers-To") for record in records if record.type == "revisit"]
+    assert [uri for uri in refers if uri not in ids] == [], refers
+    assert of_members(captured(out)) == members(site, extras=True)
+    summary = json.loads((out / "summary.json").read_text())
+    assert summary["status"] == "completed", summary
+    report = verify.verify([out / "warcs"], index=out / "index.cdxj")
+    assert report.ok, verify.render(report)
