@@ -1,12 +1,12 @@
-"""One streaming XML reader for the XML formats links are read from (feeds, DASH manifests),
-safe against hostile documents. (pure)
+"""One streaming XML reader for the XML formats links are read from (feeds, DASH manifests,
+sitemaps), safe against hostile documents. (pure)
 
 expat reads the document in slices and calls a handler per element, so memory is the handler's
 state, not a tree: a feed of a hundred thousand items costs its links. Any document type
 declaration stops the parse: without a DTD there are no entities to expand (billion laughs,
 quadratic blowup) and nothing external to fetch (XXE), the protections defusedxml applies, for
-formats that never need a DTD (RSS 2.0, Atom, RSS 1.0 and OPML declare none; a DASH MPD is
-defined by an XML schema). A handler stops the parse early by raising :class:`Enough`.
+formats that never need a DTD (RSS 2.0, Atom, RSS 1.0 and OPML declare none; a DASH MPD and a
+sitemap are defined by XML schemas). A handler stops the parse early by raising :class:`Enough`.
 
 expat decodes UTF-8, UTF-16, ISO-8859-1 and US-ASCII itself, and the other single-byte codecs
 through Python; a document declared in a multi-byte encoding expat lacks (Shift_JIS, EUC-JP,
@@ -39,6 +39,12 @@ class XmlError(ValueError):
     """Not a well-formed document we read (or one with a document type declaration)."""
 
 
+class DoctypeError(XmlError):
+    """The document has a document type declaration, which is refused (not a syntax error:
+    a reader that keeps what came before damage has nothing to keep, the DTD precedes the
+    root element)."""
+
+
 class Enough(Exception):  # noqa: N818 - a signal, not an error
     """Raised by a handler to stop reading: it has all it wants."""
 
@@ -50,29 +56,33 @@ class Handler(Protocol):
 
 
 def _refuse_dtd(*_: object) -> int:
-    raise XmlError("a document type declaration (refused: XML bomb and XXE defence)")
+    raise DoctypeError("a document type declaration (refused: XML bomb and XXE defence)")
 
 
-def read_xml(data: bytes, handler: Handler) -> bool:
+def read_xml(data: bytes, handler: Handler, *, final: bool = True) -> bool:
     """Feed ``data`` to ``handler`` (element names are ``namespace SEPARATOR local`` or
     ``local``).
 
-    Returns True when the whole document was read, False when the handler stopped it
-    (:class:`Enough`). Raises :class:`XmlError` when the document is not well-formed; what the
-    handler was given before the error stands (a document cut short still gave its start).
+    ``final`` False says ``data`` is only the start of the document (cut at a size limit): the
+    parse is not finished, so elements left open at the cut are no error.
+
+    Returns True when all of ``data`` was read, False when the handler stopped it
+    (:class:`Enough`). Raises :class:`XmlError` when the document is not well-formed
+    (:class:`DoctypeError` when it has a DTD); what the handler was given before the error
+    stands (a document cut short still gave its start).
     """
     try:
-        return _read(data, handler)
+        return _read(data, handler, final)
     except XmlError:
         raise
     except ValueError:
         transcoded = as_utf8(data)
         if transcoded is None:
             raise XmlError("not well-formed XML: an encoding expat cannot read") from None
-        return _read(transcoded, handler)
+        return _read(transcoded, handler, final)
 
 
-def _read(data: bytes, handler: Handler) -> bool:
+def _read(data: bytes, handler: Handler, final: bool) -> bool:
     parser = expat.ParserCreate(namespace_separator=SEPARATOR)
     parser.SetParamEntityParsing(expat.XML_PARAM_ENTITY_PARSING_NEVER)
     parser.StartDoctypeDeclHandler = _refuse_dtd
@@ -86,7 +96,8 @@ def _read(data: bytes, handler: Handler) -> bool:
     try:
         for offset in range(0, len(data), _SLICE):
             parser.Parse(bytes(view[offset : offset + _SLICE]), False)
-        parser.Parse(b"", True)
+        if final:
+            parser.Parse(b"", True)
     except Enough:
         return False
     except expat.ExpatError as exc:
@@ -128,6 +139,7 @@ def qualified(namespace: str, local: str) -> str:
 __all__ = [
     "SEPARATOR",
     "XML_BASE",
+    "DoctypeError",
     "Enough",
     "Handler",
     "XmlError",

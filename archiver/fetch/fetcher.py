@@ -26,7 +26,7 @@ import functools
 import socket
 import ssl
 import time
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any
@@ -62,6 +62,24 @@ from archiver.timefmt import Clock, utcnow
 from archiver.urls import scheme_host_port
 
 DEFAULT_USER_AGENT = "archiver/0.1 (+https://github.com/archiver-crawler/archiver)"
+#: Request header fields the fetcher sets itself (Host and Content-Length from the request it
+#: sends, Cookie from the crawl's jar) or that describe one connection or the message framing
+#: rather than the request (RFC 9110 sections 7.6.1 and 6.6.2): another client's request
+#: relayed through :meth:`Fetcher.fetch` is sent without them (:func:`relayed_fields`).
+OWN_FIELDS = frozenset(
+    {
+        "cookie",  # the crawl's jar adds the one Cookie field (archiver.fetch.cookies)
+        "host",
+        "content-length",
+        "connection",
+        "keep-alive",
+        "transfer-encoding",
+        "te",
+        "trailer",
+        "upgrade",
+        "proxy-connection",
+    }
+)
 
 
 @dataclass(frozen=True, slots=True)
@@ -496,6 +514,12 @@ class Fetcher:
             body=body,
             interim=tuple(recorder.interim),
         )
+
+
+def relayed_fields(fields: Iterable[tuple[str, str]]) -> dict[str, str]:
+    """The header fields of another client's request (a page's, in the browser), as
+    :meth:`Fetcher.fetch` is given them: without the :data:`OWN_FIELDS`."""
+    return {name: value for name, value in fields if name.lower() not in OWN_FIELDS}
 
 
 def _merge(headers: dict[str, str], extra: Mapping[str, str]) -> None:

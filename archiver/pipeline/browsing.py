@@ -46,6 +46,7 @@ from archiver.browser.screenshots import MEDIA_TYPES
 from archiver.errors import BlockedAddressError, FetchError
 from archiver.extract.decoding import ContentDecodingError, decode_content
 from archiver.extract.links import HTML_TYPES, MAX_DECODED
+from archiver.fetch.fetcher import relayed_fields
 from archiver.models import CrawlItem, Exchange, Hop, TaskResult, WrittenCapture
 from archiver.pipeline.behaviors import (
     behavior_children,
@@ -82,21 +83,6 @@ SCREENSHOT_PREFIXES = {
     "full": FULL_SCREENSHOT_PREFIX,  # the name archiver qa reads its reference under
     "thumbnail": "urn:thumbnail:",
 }
-#: Request header fields the fetcher sets itself, or that describe the browser's connection.
-_OWN_FIELDS = frozenset(
-    {
-        "cookie",  # the crawl's jar adds the one Cookie field (archiver.fetch.cookies)
-        "host",
-        "content-length",
-        "connection",
-        "keep-alive",
-        "transfer-encoding",
-        "te",
-        "trailer",
-        "upgrade",
-        "proxy-connection",
-    }
-)
 #: What a page's request adds to its fetch log line.
 _BY_BROWSER = (("browser", True),)
 
@@ -391,7 +377,7 @@ class PageRequests:
         wanted = Request(
             page.child(url, _hop(request)),
             request.method,
-            _fetch_headers(request),
+            relayed_fields(request.headers),
             request.body,
             log_fields=_BY_BROWSER,
         )
@@ -516,11 +502,6 @@ def _normal(url: str) -> str | None:
         return urls.normalize_url(url)
     except urls.InvalidURLError:
         return None
-
-
-def _fetch_headers(request: BrowserRequest) -> dict[str, str]:
-    """The browser's request header fields, without those the fetcher sets itself."""
-    return {name: value for name, value in request.headers if name.lower() not in _OWN_FIELDS}
 
 
 __all__ = [

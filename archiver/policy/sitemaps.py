@@ -23,24 +23,22 @@ the protocol makes the field optional, and missing a changed page is the worse e
 Whether a listed URL is crawled is the scope's decision, as for any link. Parsing is bounded
 against hostile input: gzip (a ``.xml.gz`` file or ``Content-Encoding: gzip``) is inflated to at
 most ``max_bytes`` (50 MiB uncompressed by default: the protocol's own limit), at most
-``max_urls`` entries are read (50,000 per file, the protocol's limit), and the XML is read by a
-streaming expat parser that refuses any document type declaration: without a DTD there are no
-entities to expand (billion laughs, quadratic blowup) and nothing external to fetch (XXE), the
-protections defusedxml applies, for a format that never needs a DTD. Plain-text sitemaps (one
-absolute URL per line, also in the protocol) are read too.
+``max_urls`` entries are read (50,000 per file, the protocol's limit), and the XML is read by
+:func:`archiver.extract.xmlstream.read_xml`, the streaming expat reader the feeds and DASH
+manifests are read with, which refuses any document type declaration (no entity expansion, no
+external entities: a sitemap never needs a DTD). Plain-text sitemaps (one absolute URL per
+line, also in the protocol) are read too.
 """
 
 from __future__ import annotations
 
-import codecs
 import contextlib
-import re
 from dataclasses import dataclass, field
 from datetime import datetime
-from xml.parsers import expat
 
 from archiver import urls
 from archiver.extract.decoding import ContentDecodingError, decode_content
+from archiver.extract.xmlstream import DoctypeError, Enough, XmlError, local_name, read_xml
 from archiver.models import MAX_REDIRECTS, CrawlItem, Exchange, Hop
 from archiver.timefmt import parse_w3c_datetime
 
@@ -56,21 +54,11 @@ MAX_NESTING = 3
 #: sitemaps.org: a URL "must be less than 2,048 characters"; longer ``<loc>`` text is skipped.
 MAX_LOC_CHARS = 4096
 
-_FEED = 64 * 1024
-#: The XML declaration's encoding name (XML 1.0 section 4.3.3: EncName is ASCII letters,
-#: digits, '.', '_' and '-'), read from the first bytes.
-_DECLARED_ENCODING = re.compile(
-    rb"""\A(?:\xef\xbb\xbf)?\s*<\?xml[^>]*?encoding\s*=\s*["']([A-Za-z][A-Za-z0-9._-]*)["']"""
-)
 _GZIP_MAGIC = b"\x1f\x8b"
 
 
 class SitemapError(ValueError):
     """The document is not a sitemap we can read (not XML, not a sitemap, a DTD, bad gzip)."""
-
-
-class _EnoughError(Exception):
-    """Raised from the expat handlers to stop at ``max_urls``."""
 
 
 def is_sitemap(item: CrawlItem) -> bool:
@@ -204,10 +192,10 @@ class _XmlState:
     older: int = 0
 
     def start(self, name: str, _attrs: dict[str, str]) -> None:
-        local = name.rsplit(" ", 1)[-1]
+        local = local_name(name)
         if self.root is None:
             if local not in ("urlset", "sitemapindex"):
-                raise SitemapError(f"not a sitemap: the root element is <{local}>")
+                raise XmlError(f"not a sitemap: the root element is <{local}>")
             self.root = local
         parent = self.stack[-1] if self.stack else None
         entry = "url" if self.root == "urlset" else "sitemap"
@@ -246,14 +234,14 @@ class _XmlState:
         if resolved not in self.found:
             self.found[resolved] = None
             if len(self.found) >= self.max_urls:
-                raise _EnoughError
+                raise Enough
 
     def flush(self) -> None:
         """The document ended early (damaged, or cut at ``max_bytes``): an entry whose
         ``<loc>`` was read whole still counts."""
         loc, self.loc = self.loc, None
         if loc:
-            with contextlib.suppress(_EnoughError):
+            with contextlib.suppress(Enough):
                 self._entry(loc, self.lastmod)
 
     def text(self, data: str) -> None:
@@ -263,75 +251,25 @@ class _XmlState:
                 self.text_parts.append(data)
 
 
-def _refuse_dtd(*_: object) -> int:
-    """Any DTD, entity declaration or external entity reference stops the parse."""
-    raise SitemapError("document type declarations are refused in sitemaps (XML bomb defence)")
-
-
 def _parse_xml(
     data: bytes, url: str, *, max_urls: int, cut: bool, newer_than: datetime | None = None
 ) -> Sitemap:
-    try:
-        return _parse_expat(data, url, max_urls=max_urls, cut=cut, newer_than=newer_than)
-    except SitemapError:
-        raise
-    except ValueError:
-        # expat decodes UTF-8, UTF-16 and the single-byte codecs only ("multi-byte encodings
-        # are not supported"): a sitemap declared Shift_JIS, EUC-JP, GB2312 or Big5 is decoded
-        # by Python's codec and read as UTF-8.
-        transcoded = _as_utf8(data)
-        if transcoded is None:
-            raise SitemapError("not well-formed XML: an encoding expat cannot read") from None
-        return _parse_expat(transcoded, url, max_urls=max_urls, cut=cut, newer_than=newer_than)
-
-
-def _as_utf8(data: bytes) -> bytes | None:
-    """The document in UTF-8 with its declaration saying so, or None when its declared
-    encoding is not a text codec Python knows."""
-    declared = _DECLARED_ENCODING.match(data[:1024])
-    if declared is None:
-        return None
-    try:
-        codec = codecs.lookup(declared.group(1).decode("ascii"))
-    except LookupError:
-        return None
-    if not codec._is_text_encoding:  # rot13, base64 and kin
-        return None
-    try:
-        text = data[declared.end(1) + 1 :].decode(codec.name, "replace")
-    except (UnicodeError, ValueError):
-        return None
-    return b'<?xml version="1.0" encoding="UTF-8"' + text.encode("utf-8", "replace")
-
-
-def _parse_expat(
-    data: bytes, url: str, *, max_urls: int, cut: bool, newer_than: datetime | None = None
-) -> Sitemap:
-    """One expat pass; a ValueError for an encoding expat cannot use goes to the caller."""
+    """Read an XML sitemap; one cut at ``max_bytes`` (``cut``) is read as far as it goes."""
     state = _XmlState(url=url, max_urls=max_urls, newer_than=newer_than)
-    parser = expat.ParserCreate(namespace_separator=" ")
-    parser.SetParamEntityParsing(expat.XML_PARAM_ENTITY_PARSING_NEVER)
-    parser.StartDoctypeDeclHandler = _refuse_dtd
-    parser.EntityDeclHandler = _refuse_dtd
-    parser.ExternalEntityRefHandler = _refuse_dtd
-    parser.StartElementHandler = state.start
-    parser.EndElementHandler = state.end
-    parser.CharacterDataHandler = state.text
     truncated = cut
-    view = memoryview(data)
     try:
-        for offset in range(0, len(data), _FEED):
-            parser.Parse(bytes(view[offset : offset + _FEED]), False)
-        if not cut:
-            parser.Parse(b"", True)
-        else:
+        if not read_xml(data, state, final=not cut):
+            truncated = True  # max_urls reached
+        elif cut:
             state.flush()
-    except _EnoughError:
-        truncated = True
-    except (expat.ExpatError, LookupError) as exc:  # LookupError: an unknown encoding= name
+    except DoctypeError:
+        raise SitemapError(
+            "document type declarations are refused in sitemaps (XML bomb defence)"
+        ) from None
+    except XmlError as exc:
         state.flush()
         if state.root is None or not state.found:
-            raise SitemapError(f"not well-formed XML: {exc}") from None
+            raise SitemapError(str(exc)) from None
         truncated = True  # keep what was read before the damage, as browsers keep a page
     if state.root is None:
         raise SitemapError("not a sitemap: no root element")

@@ -23,25 +23,9 @@ from archiver.config.assemble import address_policy
 from archiver.config.settings import Settings
 from archiver.dedup.captured import response_parts
 from archiver.errors import FetchError
-from archiver.fetch.fetcher import FetchConfig, Fetcher
+from archiver.fetch.fetcher import FetchConfig, Fetcher, relayed_fields
 from archiver.models import Exchange
 from archiver.qa.options import QaOptions, Reference, browser_config, page_options
-
-#: Request header fields the fetcher sets itself, or that describe the browser's connection.
-OWN_FIELDS = frozenset(
-    {
-        "cookie",
-        "host",
-        "content-length",
-        "connection",
-        "keep-alive",
-        "transfer-encoding",
-        "te",
-        "trailer",
-        "upgrade",
-        "proxy-connection",
-    }
-)
 
 
 @dataclass
@@ -53,7 +37,7 @@ class LiveAnswers:
     fetched: list[str] = field(default_factory=list)
 
     async def __call__(self, request: BrowserRequest) -> BrowserResponse | Refusal:
-        headers = {name: value for name, value in request.headers if name.lower() not in OWN_FIELDS}
+        headers = relayed_fields(request.headers)
         try:
             ex = await self.fetcher.fetch(
                 request.url, headers, method=request.method, body=request.body

