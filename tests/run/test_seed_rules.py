@@ -27,7 +27,6 @@ judging a URL by the seed whose site it is on (archiver.policy.seeds).
 from __future__ import annotations
 
 import asyncio
-import itertools
 import json
 import signal
 import subprocess
@@ -48,6 +47,7 @@ from tests.conftest import fast_settings
 from tests.docs.registry import documents
 from tests.docs.shell import DocShell, workdir
 from tests.support.site import SiteServer
+from tests.support.spacing import assert_spaced
 
 #: What each host serves to the crawl, and nothing else: each page exactly once.
 FETCHED_A = {"/", "/a1", "/docs/", "/docs/d1", "/docs/d2", "/docs/private/q"}
@@ -322,16 +322,6 @@ async def test_a_seed_delay_spaces_its_hosts(tmp_path: Path) -> None:
         starts = sorted(hit.started for hit in a.counters.hits)
         assert len(starts) == 4 and len(b.counters.hits) == 4
         assert_spaced(starts, 0.3)
-
-
-def assert_spaced(arrivals: list[float], delay: float) -> None:
-    """Requests that arrived at the server ``delay`` apart, as the crawler spaced their starts:
-    each gap a little shorter at worst (a request's way from the booking of its start to the
-    server varies with the load), and on average no shorter. Without the spacing the gaps are
-    milliseconds."""
-    gaps = [later - earlier for earlier, later in itertools.pairwise(arrivals)]
-    assert min(gaps) >= 0.75 * delay, gaps
-    assert sum(gaps) / len(gaps) >= 0.95 * delay, gaps
 
 
 # -- bad input ------------------------------------------------------------------------------
