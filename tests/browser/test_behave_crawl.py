@@ -122,12 +122,34 @@ async def crawl_every_behaviour(out: Path, site: BehaveSite, mode: str, script: 
     return result
 
 
-@pytest.mark.parametrize("mode", ["auto", "all"])
 async def test_what_behaviours_reveal_is_captured_exactly_once(
-    tmp_path: Path, site: BehaveSite, mode: str
+    tmp_path: Path, site: BehaveSite
 ) -> None:
-    out = tmp_path / mode
-    result = await crawl_every_behaviour(out, site, mode, behaviour_script(tmp_path))
+    """``--browser auto``: the pages that need a reader's hands go to the browser."""
+    out = tmp_path / "auto"
+    result = await crawl_every_behaviour(out, site, "auto", behaviour_script(tmp_path))
+    assert_captured_exactly_once(out, site, result)
+
+
+async def test_every_page_in_the_browser_captures_it_once_and_both_replay_tools_replay_it(
+    tmp_path: Path, site: BehaveSite
+) -> None:
+    """``--browser all``: what the behaviours revealed is captured once (as under ``auto``),
+    and the same crawl replays in pywb and in ReplayWeb.page, where the same clicks reveal the
+    same content, each route renders its own and the video's source is served, without a
+    request reaching the live site."""
+    out = tmp_path / "all"
+    result = await crawl_every_behaviour(out, site, "all", behaviour_script(tmp_path))
+    assert_captured_exactly_once(out, site, result)
+    live_requests = len(site.log)
+    await assert_pywb_replays(out, site, tmp_path)
+    await assert_replaywebpage_replays(out, site, tmp_path)
+    assert len(site.log) == live_requests, "a replay reached the live site"
+
+
+def assert_captured_exactly_once(out: Path, site: BehaveSite, result: Any) -> None:
+    """Every request the pages made reached the server once, each capture is one record, each
+    route a page of its own, and each behaviour's work is in the log, summary and report."""
     requested = collections.Counter(site.requested())
     assert {r: n for r, n in requested.items() if n > 1} == {}, "requested more than once"
     for expected in [*REVEALED, *(f"GET {path}" for path in REACHED)]:
@@ -303,12 +325,8 @@ class Forwarder:
             return BrowserResponse(response.status, headers, body, response.reason or "")
 
 
-async def test_pywb_replays_the_clicks_the_routes_and_the_media(
-    tmp_path: Path, site: BehaveSite
-) -> None:
-    out = tmp_path / "crawl"
-    await crawl_every_behaviour(out, site, "all", behaviour_script(tmp_path))
-    live_requests = len(site.log)
+async def assert_pywb_replays(out: Path, site: BehaveSite, tmp_path: Path) -> None:
+    """pywb, in Chromium answered only by pywb: the clicks, the routes and the media."""
     timestamp = (out / "index.cdxj").read_text().split(" ", 2)[1]
     warcs = sorted((out / "warcs").glob("*.warc.gz"))
     async with (
@@ -346,7 +364,6 @@ async def test_pywb_replays_the_clicks_the_routes_and_the_media(
             status, body = served[-1]
             assert status in (200, 206) and body == MEDIA[path][0], (path, status)
     assert forward.elsewhere == [], "the replay reached past pywb"
-    assert len(site.log) == live_requests, "the replay reached the live site"
 
 
 #: In the replayed tabs page: the clicks a reader makes, and the text once they showed.
@@ -377,13 +394,9 @@ PLAY_IN_REPLAY = """(async () => {
 })()"""
 
 
-async def test_replaywebpage_replays_the_clicks_the_routes_and_the_media(
-    tmp_path: Path, site: BehaveSite
-) -> None:
-    out = tmp_path / "crawl"
-    await crawl_every_behaviour(out, site, "all", behaviour_script(tmp_path))
+async def assert_replaywebpage_replays(out: Path, site: BehaveSite, tmp_path: Path) -> None:
+    """ReplayWeb.page, from the WACZ: the clicks, the routes and the media."""
     (wacz,) = out.glob("*.wacz")
-    live_requests = len(site.log)
     async with ReplayWebPage(wacz, tmp_path / "rwp-browser") as replay:
         clicked = await replay.run_in(
             site.url("/tabs.html"), lambda text: "Question 2" in text, CLICK_IN_REPLAY
@@ -398,7 +411,6 @@ async def test_replaywebpage_replays_the_clicks_the_routes_and_the_media(
         assert played["initiator"] == "video"
         assert played["status"] in (200, 206)
         assert played["size"] == len(MEDIA["/media/lazy.mp4"][0])
-    assert len(site.log) == live_requests, "the replay reached the live site"
 
 
 def showing(expected: str) -> Callable[[str], bool]:

@@ -1,5 +1,5 @@
 """The fuzz targets in the suite: the checked-in corpus replays through every oracle, and each
-target runs briefly under atheris (``scripts/fuzz --seconds 4 --seed N``) from that corpus, so a
+target runs briefly under atheris (``scripts/fuzz --seconds 3 --seed N``) from that corpus, so a
 regression in a parser, or a disagreement with an oracle, fails the build. The long campaign
 (``scripts/fuzz --seconds 600``) is not run here; docs/fuzzing.md has its figures.
 """
@@ -20,9 +20,9 @@ from tests.fuzz.harness import NAMES, load
 #: and what it finds joins the checked-in corpus that every build replays.
 SUITE_SEED = 20261128
 #: Seconds each target runs under atheris in the suite. A target's start (importing archiver
-#: under instrumentation, loading its corpus) costs about 6 s of CPU, so 18 targets take
-#: about 90 s of the suite's two workers on an idle 2-core machine.
-SUITE_SECONDS = 4
+#: under instrumentation, loading its corpus) costs about 4.5 s of CPU, so 19 targets take
+#: about 70 s of the suite's two workers on a 2-core machine.
+SUITE_SECONDS = 3
 _LINE = re.compile(r"(\w+): (\d+) execs, (\d+) features, (\d+) corpus, (\d+) crashes")
 
 
