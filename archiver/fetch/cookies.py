@@ -45,8 +45,8 @@ every response the page is given lands in it. Chromium's own cookie store must n
 ``Cookie`` header (RFC 6265 section 5.4 allows one; aiohttp would merge a Cookie among the
 request's headers into the jar's): Chromium adds it after the point where the browser stage
 intercepts requests, so :class:`archiver.browser.exchange.BrowserRequest` carries none, and
-:func:`without_cookie_header` is the hook that keeps it so when the stage is wired to the
-fetcher. Cookies a page's script sets (``document.cookie``) go to Chromium's store:
+:func:`archiver.fetch.fetcher.relayed_fields` leaves one out of a relayed request all the same.
+Cookies a page's script sets (``document.cookie``) go to Chromium's store:
 :mod:`archiver.pipeline.cookiesync` keeps that store and this jar in step (what pages set comes
 into the jar, through :meth:`CrawlCookieJar.apply` and ``pending``; the jar's cookies go into
 the browser), so the fetcher sends what the browser would.
@@ -460,12 +460,6 @@ def loaded_digest(lines: Iterable[CookieLine]) -> str:
     return "sha256:" + hashlib.sha256(text.encode("utf-8")).hexdigest()
 
 
-def without_cookie_header(headers: Mapping[str, str]) -> dict[str, str]:
-    """A browser's request headers without its ``Cookie`` header: the crawl's jar adds the one
-    ``Cookie`` header a request carries (see the module notes on the browser)."""
-    return {name: value for name, value in headers.items() if name.lower() != "cookie"}
-
-
 def make_jar(enabled: bool) -> AbstractCookieJar:
     """The session's jar: the crawl's, or aiohttp's dummy jar with ``--no-cookies``."""
     return CrawlCookieJar() if enabled else aiohttp.DummyCookieJar()
@@ -482,6 +476,5 @@ __all__ = [
     "field_name",
     "loaded_digest",
     "make_jar",
-    "without_cookie_header",
     "write_private",
 ]

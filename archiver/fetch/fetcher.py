@@ -294,7 +294,7 @@ class Fetcher:
 
         ``headers`` are added to the request; a ``Cookie`` among them is merged with the jar's
         into one header, so a browser's request headers are given without theirs
-        (:func:`archiver.fetch.cookies.without_cookie_header`). Raises :class:`FetchError` when
+        (:func:`relayed_fields`). Raises :class:`FetchError` when
         there is nothing to archive (no complete header block).
         """
         message = _Message(method, headers, body)
