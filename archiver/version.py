@@ -1,4 +1,4 @@
-"""archiver's version, in a leaf every layer may import (the package's ``__init__`` imports the
-crawler for the Python API, so importing ``archiver`` itself from below would import everything)."""
+"""archiver's version, in a leaf every layer may import (the package's ``__init__`` offers the
+crawler's Python API, which a module below the crawler must not reach for)."""
 
 __version__ = "0.1.0"
