@@ -395,9 +395,10 @@ _URL_BODY = (
     r"|\\[0-9A-Fa-f]{1,6}+[ \t\n\r\f]?|\\[^0-9A-Fa-f\n\r\f]|\\\Z)*+"
 )
 # a name is not preceded by an ident code point (ASCII letters, digits, "_", "-", and every
-# non-ASCII code point: CSS Syntax #ident-code-point), an escaped one ("\:url(" is the function
-# ":url(", "d\url(" is "durl("), "@" or "#" ("@url(" is an at-keyword): "myurl(" is no "url("
-_NO_IDENT_BEFORE = r"(?<![0-9A-Za-z_\-\x80-\U0010ffff@#\\])(?<!\\[^\n\r\f])"
+# non-ASCII code point: CSS Syntax #ident-code-point), "@" or "#" ("@url(" is an at-keyword):
+# "myurl(" is no "url("; an escaped code point ("\:url(" is the function ":url(", "d\url(" is
+# "durl(") is a token of the scan below, which takes the name characters after it
+_NO_IDENT_BEFORE = r"(?<![0-9A-Za-z_\-\x80-\U0010ffff@#\\])"
 # a string token in a function: to its quote, the end of the input or, a bad string, to a
 # newline
 _STRINGS = rf""""{_STRING_BODY_DQ}(?:"|\Z|(?=[\n\r\f]))|'{_STRING_BODY_SQ}(?:'|\Z|(?=[\n\r\f]))"""
@@ -410,9 +411,13 @@ _PAREN_BODY = rf"""(?:[^()"']|{_STRINGS}|\([^()]*+\))*+"""
 # -webkit-image-set(), whose plain strings are URLs too (https://www.w3.org/TR/css-images-4/
 # #image-set-notation), but not those in its type().
 _CSS_TOKENS = re.compile(
-    # an escaped code point outside a string, a token of its own: a quote, "/" or "@" it
-    # escapes starts nothing, and an escaped backslash leaves the next character as it is
-    r"\\(?:.|\Z)"
+    # an escaped code point outside a string (#consume-escaped-code-point: up to six hex
+    # digits and one whitespace after them), with the name characters that follow it: a
+    # token of its own, so a quote, "/" or "@" it escapes starts nothing, a "url(" written
+    # right after it is the end of a name (an escaped space: "a\ url("), and an escaped
+    # backslash leaves the next character as it is ("\\ url(" is a name, a space and a url)
+    r"\\(?:(?:[0-9A-Fa-f]{1,6}(?:\r\n|[ \t\n\r\f])?|[^\n\r\f])[0-9A-Za-z_\-\x80-\U0010ffff]*+"
+    r"|(?=[\n\r\f])|\Z)"  # before a newline, no escape (#starts-with-a-valid-escape)
     r"|/\*.*?(?:\*/|\Z)"
     rf"|{_NO_IDENT_BEFORE}url\([ \t\n\r\f]*+(?:"
     rf'"(?P<url_dq>{_STRING_BODY_DQ})(?:"|\Z)'

@@ -448,6 +448,11 @@ def test_refresh_url(content: str, expected: str | None) -> None:
         ('a{b:image-set("a.png" type("image/x)y"), "b.png" 2x)}', ["a.png", "b.png"]),
         ("a{b:url('crlf\\\r\ncontinued.png')}", ["crlfcontinued.png"]),
         ("a{b:url(\x00)}", ["\ufffd"]),
+        # found by fuzzing: an escaped backslash ends the name before a space, so the url()
+        # after it is one; an escaped space, or a hex escape and its space, joins it to a name
+        ("\\\\ url(yes.png)", ["yes.png"]),
+        ("a\\ url(no.png) b\\75 url(no.png)", []),
+        ("a\\\nurl(yes.png)", ["yes.png"]),  # a backslash before a newline escapes nothing
     ],
 )
 def test_css_refs(css: str, expected: list[str]) -> None:

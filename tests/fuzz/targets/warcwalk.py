@@ -58,7 +58,9 @@ DIFFERENCES = {
     "arc-filedesc": "warcio reads an ARC file's first record (filedesc://) by lines, its version "
     "and field-name lines whatever Archive-length says; archiver reads Archive-length bytes. "
     "Where the two differ so does warcio's length of that record (a warcinfo record, which has "
-    "no index line); where the next record starts is still compared.",
+    "no index line); where the next record starts is still compared, unless Archive-length "
+    "and the lines disagree (a damaged filedesc): then the records are compared from where "
+    "both readers meet again.",
 }
 
 
@@ -222,6 +224,7 @@ def _compare(file: bytes, records: list[RecordInfo]) -> None:
         return [(o, -1 if o in filedesc else n) for o, n, _ in items]  # arc-filedesc
 
     if warcio is not None and not any(_blank_to_warcio(h) for h in heads):
+        warcio, ours = _past_a_damaged_filedesc(warcio, ours, filedesc)
         agree(
             extents(warcio) == extents(ours),
             "warcio reads other record boundaries",
@@ -243,6 +246,23 @@ def _compare(file: bytes, records: list[RecordInfo]) -> None:
                 ours,
                 fast,
             )
+
+
+def _past_a_damaged_filedesc(
+    warcio: list[tuple[int, int, str]], ours: list[tuple[int, int, str]], filedesc: set[int]
+) -> tuple[list[tuple[int, int, str]], list[tuple[int, int, str]]]:
+    """The records of both readers from where they meet again after an ARC filedesc whose
+    Archive-length disagrees with its lines (arc-filedesc): warcio goes on after the lines,
+    archiver after Archive-length bytes; both lists as they are otherwise."""
+    if len(warcio) < 2 or len(ours) < 2 or ours[0][0] not in filedesc:
+        return warcio, ours
+    if warcio[1][0] == ours[1][0]:
+        return warcio, ours
+    common = {r[0] for r in warcio[1:]} & {r[0] for r in ours[1:]}
+    if not common:
+        return [], []
+    meet = min(common)
+    return [r for r in warcio if r[0] >= meet], [r for r in ours if r[0] >= meet]
 
 
 def _arc_record(line: bytes, block: bytes) -> bytes:
