@@ -43,6 +43,15 @@ _DURATION = re.compile(
 MAX_SEGMENTS = 100_000
 #: the elements that carry a BaseURL and segment information (ISO/IEC 23009-1 5.3, 5.6)
 _LEVELS = ("MPD", "Period", "AdaptationSet", "Representation")
+#: the level each level's element is a child of in the MPD schema (ISO/IEC 23009-1 5.3)
+_PARENT_LEVEL = {
+    "MPD": "",
+    "Period": "MPD",
+    "AdaptationSet": "Period",
+    "Representation": "AdaptationSet",
+}
+#: the name kept for an element of a level found out of its place (it matches no level)
+_FOREIGN = "(misplaced)"
 
 
 def is_mpd(body: bytes) -> bool:
@@ -111,6 +120,14 @@ class _MpdReader:
                 raise XmlError(f"not a DASH manifest: the root element is <{local}>")
             self.dynamic = attrs.get("type") == "dynamic"
             self.total = parse_duration(attrs.get("mediaPresentationDuration"))
+        if (
+            local in _PARENT_LEVEL
+            and (self.names[-1] if self.names else "") != _PARENT_LEVEL[local]
+        ):
+            # a level where the schema puts none (an adaptation set in an adaptation set, a
+            # manifest in a period): a foreign element, nothing in it is read
+            self.names.append(_FOREIGN)
+            return
         self.names.append(local)
         parent = self.levels[-1]
         if local in ("Period", "AdaptationSet", "Representation"):

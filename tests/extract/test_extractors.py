@@ -509,6 +509,14 @@ def test_dash_budget_live_manifests_and_durations() -> None:
         f"{E}/v/i.mp4",
         f"{E}/v/1.m4s",
     ]
+    # so do levels: an adaptation set inside an adaptation set is no adaptation set
+    nested = (
+        b'<MPD xmlns="urn:mpeg:dash:schema:mpd:2011" type="static"><Period><AdaptationSet>'
+        b'<AdaptationSet><Representation id="n" bandwidth="9"><BaseURL>no.mp4</BaseURL>'
+        b'</Representation></AdaptationSet><Representation id="y" bandwidth="9">'
+        b"<BaseURL>yes.mp4</BaseURL></Representation></AdaptationSet></Period></MPD>"
+    )
+    assert list(extract_dash(nested, f"{E}/v/m.mpd").links.requisites) == [f"{E}/v/yes.mp4"]
 
 
 # ---------------------------------------------------------------------------------------------
