@@ -41,6 +41,11 @@ VERSION = "2.5.3"
 PACKAGE = REPO / ".venv-tools" / f"replaywebpage-{VERSION}" / "package"
 #: The longest wait for the replayed page to show what is expected (a hang guard).
 REPLAY_WAIT = 90.0
+#: On a loaded machine the viewer sometimes never makes the replay frame of a tab's first load
+#: (seen: none after 90 s, while a second load shows it at once); after this long without the
+#: frame the tab is loaded once more, as ``archiver qa --replayer rwp`` tries a failed check
+#: once more.
+RELOAD_AFTER = 30.0
 
 
 def package_dir() -> Path:
@@ -225,13 +230,18 @@ async def _replayed_value(
 ) -> Any:
     loop = asyncio.get_running_loop()
     end = loop.time() + REPLAY_WAIT
+    reload_at: float | None = loop.time() + RELOAD_AFTER
     value: Any = None
     while loop.time() < end:
         frame = await _replay_frame(session, url)
         if frame is not None:
+            reload_at = None
             value = await _frame_value(session, frame, expression)
             if done(value):
                 return value
+        elif reload_at is not None and loop.time() > reload_at:
+            reload_at = None  # the viewer never made its frame: loaded once more (see above)
+            await session.send("Page.reload", {"ignoreCache": False}, timeout=30)
         await asyncio.sleep(0.25)
     raise AssertionError(f"ReplayWeb.page did not show {url} as expected; last value: {value!r}")
 
