@@ -53,6 +53,11 @@ from archiver.qa.check import (
 from archiver.qa.options import QaOptions
 from archiver.qa.tools import ReplayTool, archived_url, classify
 
+#: The share of the page timeout after which a tab whose viewer made no replay frame is loaded
+#: once more: on a loaded machine the viewer sometimes never makes the frame of a new browser's
+#: first tab, and a second load does (the check was otherwise failed at the timeout and made
+#: again in a new tab).
+RELOAD_SHARE = 1 / 3
 #: The replay frame's network is quiet when no request has been in flight for this long.
 QUIET = 1.0
 POLL = 0.1
@@ -173,7 +178,8 @@ class RwpReplayer:
                 await session.send(method, timeout=30)
             page = self.tool.prefix + "?" + urlencode({"url": url, "ts": at})
             await session.send("Page.navigate", {"url": page}, timeout=30)
-            frame = await _replay_frame(session, traffic, deadline)
+            reload_at = started + self.options.page_timeout * RELOAD_SHARE
+            frame = await _replay_frame(session, traffic, deadline, reload_at)
             text = await _frame_text(session, frame, deadline)
             shot = await session.send("Page.captureScreenshot", {"format": "png"}, timeout=30)
         except BrowserError as exc:
@@ -215,14 +221,20 @@ class RwpReplayer:
         )  # fmt: skip
 
 
-async def _replay_frame(session: Session, traffic: FrameTraffic, deadline: float) -> str:
-    """The id of the frame replaying the page, once its network has been quiet."""
+async def _replay_frame(
+    session: Session, traffic: FrameTraffic, deadline: float, reload_at: float | None
+) -> str:
+    """The id of the frame replaying the page, once its network has been quiet; the tab is
+    loaded once more at ``reload_at`` if the viewer has made no replay frame by then."""
     loop = asyncio.get_running_loop()
     frame: str | None = None
     while loop.time() < deadline:
         if frame is None:
             tree = await session.send("Page.getFrameTree", timeout=30)
             frame = _find_frame(tree.get("frameTree", {}))
+            if frame is None and reload_at is not None and loop.time() >= reload_at:
+                reload_at = None
+                await session.send("Page.reload", {}, timeout=30)
         if frame is not None and traffic.quiet(loop.time()):
             return frame
         await asyncio.sleep(POLL)
